@@ -1,0 +1,106 @@
+# OLM v1: one entry point for building, generating, verifying, testing and running the project.
+# `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Every module of go.work, in dependency order.
+MODULES      := rukpak deppy catalogd operator-controller e2e
+BIN_DIR      := $(CURDIR)/bin
+GO_BUILD     := CGO_ENABLED=0 go build -trimpath
+# Binaries and the module that builds each one.
+CONTROLLERS  := catalogd rukpak operator-controller
+DEV          := $(BIN_DIR)/olmv1-dev
+# Where the Kubernetes, etcd and kwok binaries are cached (outside the clone, reused by every clone).
+export OLMV1_CACHE_DIR ?= $(HOME)/.cache/olmv1
+# Real third-party catalogs and bundles for real-data tests and benchmarks.
+export OLMV1_TESTDATA ?= $(abspath $(CURDIR)/../shared/testdata)
+# Ginkgo label filter for `make test-e2e`, e.g. E2E_LABELS='foundation && !slow'.
+E2E_LABELS   ?=
+E2E_TIMEOUT  ?= 30m
+
+include hack/generate.mk
+
+.PHONY: help
+help: ## Show the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
+
+##@ Build
+
+.PHONY: build
+build: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(DEV) ## Build the three controllers, the deppy CLI and olmv1-dev into bin/ (static).
+
+# The binaries are cheap to rebuild with a warm Go cache; always ask go, which knows what changed.
+.PHONY: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(DEV)
+$(BIN_DIR)/catalogd:
+	$(GO_BUILD) -o $@ ./catalogd/cmd/catalogd
+$(BIN_DIR)/rukpak:
+	$(GO_BUILD) -o $@ ./rukpak/cmd/rukpak
+$(BIN_DIR)/operator-controller:
+	$(GO_BUILD) -o $@ ./operator-controller/cmd/operator-controller
+$(BIN_DIR)/deppy:
+	$(GO_BUILD) -o $@ ./deppy/cmd/deppy
+$(DEV):
+	$(GO_BUILD) -o $@ ./e2e/cmd/olmv1-dev
+
+.PHONY: cluster-binaries
+cluster-binaries: $(DEV) ## Build (once, 15-25 min cold) and cache kube-apiserver, kcm, scheduler, kubectl, etcd, kwok.
+	$(DEV) build >/dev/null
+
+##@ Verify
+
+.PHONY: verify
+verify: verify-generate vet fmt-check gowork-off ## Fail on stale generated files, vet findings, unformatted code, or modules that do not build alone.
+
+.PHONY: vet
+vet: ## go vet every module.
+	@for m in $(MODULES); do echo "vet: $$m"; (cd $$m && go vet ./...); done
+
+.PHONY: fmt-check
+fmt-check: ## Fail when gofmt would change a file.
+	@out=$$(gofmt -l $(MODULES) hack); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: gowork-off
+gowork-off: ## Each module builds on its own (GOWORK=off), as users who `go install` one module do.
+	@for m in $(MODULES); do echo "GOWORK=off build: $$m"; (cd $$m && GOWORK=off go build ./...); done
+
+##@ Test
+
+.PHONY: test
+test: verify test-unit test-integration test-e2e ## All three tiers (the CI command).
+
+.PHONY: test-unit
+test-unit: ## Unit tier: pure logic in every module, no cluster.
+	hack/test-tier.sh unit $(MODULES)
+
+.PHONY: test-integration
+test-integration: $(DEV) ## Integration tier: each controller's tests against a real kube-apiserver + etcd (envtest).
+	@assets=$$($(DEV) build); echo "integration: KUBEBUILDER_ASSETS=$$assets"; \
+	KUBEBUILDER_ASSETS=$$assets hack/test-tier.sh integration $(MODULES)
+
+.PHONY: test-e2e
+test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control plane (or $$KUBECONFIG) with the three controllers as processes.
+	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
+
+.PHONY: bench
+bench: ## Benchmarks of every module (real data from OLMV1_TESTDATA).
+	@for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
+
+##@ Run
+
+.PHONY: run
+run: build ## Start a local control plane, a local OCI registry and the three controllers; Ctrl-C stops all.
+	$(DEV) run --bin-dir $(BIN_DIR) --repo $(CURDIR) --dir $(CURDIR)/.localcluster
+
+.PHONY: cluster-up
+cluster-up: $(DEV) ## Start only the local control plane in the background (see `bin/olmv1-dev env`).
+	$(DEV) up --dir $(CURDIR)/.localcluster
+
+.PHONY: cluster-down
+cluster-down: $(DEV) ## Stop the control plane started by cluster-up.
+	$(DEV) down --dir $(CURDIR)/.localcluster
+
+.PHONY: clean
+clean: ## Remove bin/ and local cluster state (the binary cache in $(OLMV1_CACHE_DIR) stays).
+	rm -rf $(BIN_DIR) .localcluster

@@ -1,0 +1,154 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// Condition types of a Catalog.
+const (
+	// TypeUnpacked is True when the content of the current spec was fetched and parsed as a valid
+	// file-based catalog. It is False with reason Pending, UnpackFailed or InvalidCatalog otherwise.
+	TypeUnpacked = "Unpacked"
+	// TypeServing is True when catalogd serves content for this Catalog (through CatalogMetadata and
+	// status.contentURL). It stays True on the last good content when a newer spec fails to unpack;
+	// the reason and message then say which generation is served.
+	TypeServing = "Serving"
+)
+
+// Condition reasons of a Catalog.
+const (
+	// ReasonPending (Unpacked=False): the current spec has not been unpacked yet.
+	ReasonPending = "Pending"
+	// ReasonUnpackSucceeded (Unpacked=True): the current spec was unpacked and parsed.
+	ReasonUnpackSucceeded = "Succeeded"
+	// ReasonUnpackFailed (Unpacked=False): the content could not be fetched (registry, network,
+	// missing ConfigMap, credentials, ...); the message says what to check.
+	ReasonUnpackFailed = "UnpackFailed"
+	// ReasonInvalidCatalog (Unpacked=False): the content was fetched but is not a valid file-based
+	// catalog; the message names the file and the problem.
+	ReasonInvalidCatalog = "InvalidCatalog"
+
+	// ReasonServing (Serving=True): the content of the current generation is served.
+	ReasonServing = "Serving"
+	// ReasonServingPreviousContent (Serving=True): the current generation failed to unpack and the
+	// content of an earlier generation (status.servedGeneration) is still served.
+	ReasonServingPreviousContent = "ServingPreviousContent"
+	// ReasonNotServing (Serving=False): no content has been unpacked successfully yet, or the Catalog
+	// is being deleted.
+	ReasonNotServing = "NotServing"
+)
+
+// CatalogSpec says where a file-based catalog is fetched from and how it ranks against other catalogs.
+type CatalogSpec struct {
+	// source says where the file-based catalog is fetched from. For Image, the catalog is read from
+	// the /configs directory of the image; for the other types, from the root of the content.
+	// ConfigMaps and Secrets named by the source are read from catalogd's namespace.
+	// +required
+	Source rukpakv1alpha1.Source `json:"source"`
+
+	// priority breaks ties when several catalogs offer the same bundle during resolution: the
+	// catalog with the higher priority wins. Negative values are allowed. Defaults to 0.
+	// +optional
+	// +kubebuilder:default=0
+	Priority int32 `json:"priority,omitempty"`
+}
+
+// CatalogCounts counts what a file-based catalog contains.
+type CatalogCounts struct {
+	// packages is the number of olm.package blobs.
+	// +required
+	Packages int32 `json:"packages"`
+	// channels is the number of olm.channel blobs.
+	// +required
+	Channels int32 `json:"channels"`
+	// bundles is the number of olm.bundle blobs.
+	// +required
+	Bundles int32 `json:"bundles"`
+}
+
+// CatalogStatus is what catalogd observed and serves.
+type CatalogStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Unpacked and Serving.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// resolvedSource is exactly which content was last unpacked successfully (image digest, git
+	// commit, http ETag, ConfigMap resourceVersions).
+	// +optional
+	ResolvedSource *rukpakv1alpha1.ResolvedSource `json:"resolvedSource,omitempty"`
+
+	// contentHash is the sha256 of the canonical form of the served content, as "sha256:<hex>".
+	// The same catalog content gives the same hash whatever its source or file order.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+
+	// lastUnpacked is when the served content was last unpacked successfully.
+	// +optional
+	LastUnpacked *metav1.Time `json:"lastUnpacked,omitempty"`
+
+	// contentURL is the URL where catalogd serves the whole catalog as a stream of JSON blobs
+	// (.../catalogs/<name>/all.json).
+	// +optional
+	ContentURL string `json:"contentURL,omitempty"`
+
+	// servedGeneration is the metadata.generation whose content is served. It is lower than
+	// metadata.generation when the latest spec failed to unpack and earlier content is still served.
+	// +optional
+	ServedGeneration int64 `json:"servedGeneration,omitempty"`
+
+	// counts of the packages, channels and bundles of the served content.
+	// +optional
+	Counts *CatalogCounts `json:"counts,omitempty"`
+}
+
+// Catalog makes catalogd fetch a file-based catalog (FBC) of operators, validate it, and serve its
+// content to operator-controller and to users (kubectl get catalogmetadata, status.contentURL).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=olm
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.type`
+// +kubebuilder:printcolumn:name="Serving",type=string,JSONPath=`.status.conditions[?(@.type=="Serving")].status`
+// +kubebuilder:printcolumn:name="Unpacked",type=string,JSONPath=`.status.conditions[?(@.type=="Unpacked")].status`
+// +kubebuilder:printcolumn:name="Hash",type=string,JSONPath=`.status.contentHash`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
+// +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.counts.bundles`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it is used as the catalog label value on CatalogMetadata"
+type Catalog struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says where the catalog is fetched from.
+	// +required
+	Spec CatalogSpec `json:"spec"`
+
+	// status is what catalogd observed and serves.
+	// +optional
+	Status CatalogStatus `json:"status,omitempty"`
+}
+
+// CatalogList is a list of Catalogs.
+//
+// +kubebuilder:object:root=true
+type CatalogList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the Catalogs.
+	Items []Catalog `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Catalog{}, &CatalogList{})
+}

@@ -1,0 +1,22 @@
+// Package v1alpha1 contains the catalogd.operatorframework.io/v1alpha1 API: the Catalog kind,
+// which makes catalogd unpack a file-based catalog (FBC) and serve its content.
+//
+// +kubebuilder:object:generate=true
+// +groupName=catalogd.operatorframework.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "catalogd.operatorframework.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

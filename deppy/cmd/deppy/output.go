@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/olmv1/olmv1/deppy/pkg/resolve"
+)
+
+// outputFormat is the value of -o.
+type outputFormat string
+
+func (f *outputFormat) String() string { return string(*f) }
+
+func (f *outputFormat) Set(s string) error {
+	switch s {
+	case "text", "yaml", "json":
+		*f = outputFormat(s)
+		return nil
+	}
+	return fmt.Errorf("want text, yaml or json")
+}
+
+// explanation is how an unsolvable problem is printed.
+type explanation struct {
+	Summary []string `json:"summary,omitempty"`
+	Reasons []string `json:"reasons"`
+}
+
+func explain(err *resolve.NotSatisfiableError) *explanation {
+	return &explanation{Summary: err.Summary, Reasons: err.Reasons()}
+}
+
+// printStructured writes v as YAML or JSON.
+func printStructured(w io.Writer, format outputFormat, v any) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		data, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return fmt.Errorf("unknown output format %q", format)
+}
+
+func printExplanationText(w io.Writer, e *explanation) {
+	fmt.Fprintln(w, "No solution.")
+	for _, s := range e.Summary {
+		fmt.Fprintln(w, "  "+s)
+	}
+	fmt.Fprintln(w, "Conflicting constraints:")
+	for _, r := range e.Reasons {
+		fmt.Fprintln(w, "  - "+r)
+	}
+}
+
+// asNotSatisfiable returns the explanation of an unsolvable problem, or nil.
+func asNotSatisfiable(err error) *resolve.NotSatisfiableError {
+	var ns *resolve.NotSatisfiableError
+	if errors.As(err, &ns) {
+		return ns
+	}
+	return nil
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
+)
+
+type resolveOptions struct {
+	catalogs   stringList
+	requires   stringList
+	installed  stringList
+	policy     string
+	kubeconfig string
+	output     outputFormat
+}
+
+func resolveFlags(o *resolveOptions) *flag.FlagSet {
+	o.output = "text"
+	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
+	fs.Var(&o.catalogs, "catalog", "file-based catalog directory, as `[NAME[:PRIORITY]=]DIR` (repeatable; NAME defaults to the directory name, PRIORITY to 0, higher wins ties)")
+	fs.Var(&o.requires, "require", "package to install, as `PKG[@RANGE][#CHANNEL]` (repeatable); RANGE is a semver range like \">=1.2 <2\" or an exact version")
+	fs.Var(&o.installed, "installed", "package already installed, as `PKG@VERSION` or PKG@VERSION=BUNDLE (repeatable)")
+	fs.StringVar(&o.policy, "upgrade-policy", "Enforce", "Enforce: installed packages only move along the catalogs' upgrade edges (replaces, skips, skipRange); Ignore: any version, downgrades included")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read Operators and catalogs from a cluster (not yet implemented)")
+	fs.Var(&o.output, "o", "output format: text, yaml or json")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: deppy resolve --catalog DIR --require PKG[@RANGE][#CHANNEL] [flags]
+
+Chooses one bundle per required package from file-based catalogs, together
+with the dependencies they need (olm.package.required, olm.gvk.required,
+olm.constraint), so that no package has two bundles and no API is provided
+twice. Installed packages stay installed and, under --upgrade-policy Enforce,
+only move along the catalogs' upgrade edges. All requirements are solved
+together. Prefers non-deprecated bundles, then the highest version, then the
+catalog with the highest priority.
+
+Examples:
+  # newest cert-manager of a catalog directory
+  deppy resolve --catalog ./community-v4.20 --require cert-manager
+
+  # pin a range and a channel, from two ranked catalogs
+  deppy resolve --catalog prod:10=./catalogs/prod --catalog community=./catalogs/community \
+      --require 'rabbitmq-messaging-topology-operator@>=1.15 <2#stable'
+
+  # what may an installed operator upgrade to?
+  deppy resolve --catalog ./community-v4.20 --require kube-green --installed kube-green@0.5.0
+
+  # allow downgrades and jumps off the upgrade graph, print YAML
+  deppy resolve --catalog ./community-v4.20 --require kube-green@0.4.0 \
+      --installed kube-green@0.5.0 --upgrade-policy Ignore -o yaml
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// resolveOutput is what `deppy resolve -o yaml|json` prints.
+type resolveOutput struct {
+	Resolved    bool            `json:"resolved"`
+	Selections  []olm.Selection `json:"selections,omitempty"`
+	Explanation *explanation    `json:"explanation,omitempty"`
+}
+
+func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o resolveOptions
+	fs := resolveFlags(&o)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q (flags only; see deppy resolve --help)", fs.Arg(0))}
+	}
+	if o.kubeconfig != "" {
+		return fmt.Errorf("--kubeconfig is not yet implemented: export the catalogs as FBC directories and pass them with --catalog, and the Operators with --require and --installed")
+	}
+	if len(o.catalogs) == 0 || len(o.requires) == 0 {
+		return usageError{"want at least one --catalog and one --require (see deppy resolve --help)"}
+	}
+	policy, err := olm.ParseUpgradePolicy(o.policy)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var p olm.Problem
+	for _, s := range o.requires {
+		r, err := olm.ParseRequirement(s)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		r.UpgradePolicy = policy
+		p.Requirements = append(p.Requirements, r)
+	}
+	for _, s := range o.installed {
+		ib, err := olm.ParseInstalled(s)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		ib.UpgradePolicy = policy
+		p.Installed = append(p.Installed, ib)
+	}
+	var catalogs []*olm.Catalog
+	for _, s := range o.catalogs {
+		name, priority, dir, err := parseCatalogFlag(s)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		c, err := olm.LoadCatalogDir(ctx, name, priority, dir)
+		if err != nil {
+			return err
+		}
+		catalogs = append(catalogs, c)
+	}
+	idx, err := olm.NewIndex(catalogs...)
+	if err != nil {
+		return err
+	}
+	res, err := olm.Resolve(ctx, idx, p)
+	out := resolveOutput{}
+	if err != nil {
+		ns := asNotSatisfiable(err)
+		if ns == nil {
+			return err
+		}
+		out.Explanation = explain(ns)
+	} else {
+		out.Resolved = true
+		out.Selections = res.Selections
+	}
+	if o.output == "text" {
+		if out.Resolved {
+			printSelections(stdout, out.Selections)
+		} else {
+			printExplanationText(stdout, out.Explanation)
+		}
+	} else if err := printStructured(stdout, o.output, out); err != nil {
+		return err
+	}
+	if !out.Resolved {
+		return errNoSolution
+	}
+	return nil
+}
+
+// parseCatalogFlag reads [NAME[:PRIORITY]=]DIR.
+func parseCatalogFlag(s string) (name string, priority int, dir string, err error) {
+	head, tail, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", 0, s, nil
+	}
+	dir = tail
+	name = head
+	if n, p, ok := strings.Cut(head, ":"); ok {
+		name = n
+		if priority, err = strconv.Atoi(p); err != nil {
+			return "", 0, "", fmt.Errorf("--catalog %q: priority %q is not an integer", s, p)
+		}
+	}
+	if name == "" || dir == "" {
+		return "", 0, "", fmt.Errorf("--catalog %q: want [NAME[:PRIORITY]=]DIR", s)
+	}
+	return name, priority, dir, nil
+}
+
+func printSelections(w io.Writer, sels []olm.Selection) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGE\tBUNDLE\tVERSION\tCATALOG\tREASON\tREQUIRED BY\tINSTALLED")
+	for _, s := range sels {
+		catalog := s.Catalog
+		if catalog == "" {
+			catalog = "(not in a catalog)"
+		}
+		installed := s.InstalledVersion
+		if installed == "" {
+			installed = "-"
+		}
+		by := strings.Join(s.RequiredBy, ",")
+		if by == "" {
+			by = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Package, s.Bundle, s.Version, catalog, s.Reason, by, installed)
+	}
+	tw.Flush()
+	for _, s := range sels {
+		if s.Deprecation != "" {
+			fmt.Fprintf(w, "warning: %s %s is deprecated: %s\n", s.Package, s.Version, s.Deprecation)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+// Command olmv1-dev is the local development tool: it builds the Kubernetes binaries from the Go module
+// proxy, runs a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok), serves a local OCI registry, and runs OLM v1 on top (`make run`).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+)
+
+const usage = `olmv1-dev: a real Kubernetes control plane and OLM v1 on this machine, without Docker.
+
+Commands:
+  build     build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler,
+            kubectl, etcd and kwok; prints their directory
+  up        start a local control plane in the background (builds first if needed)
+  down      stop exactly the processes 'up' started
+  env       print KUBECONFIG and KUBEBUILDER_ASSETS for a running cluster ('eval $(olmv1-dev env)')
+  registry  serve an OCI registry on 127.0.0.1 (go-containerregistry's, in memory)
+  run       build, start the control plane, the registry and the three controllers, install the CRDs,
+            print what to try with kubectl, and stop everything on Ctrl-C
+
+Flags common to the cluster commands:
+  --cache-dir DIR  where binaries are cached (default $OLMV1_CACHE_DIR or ~/.cache/olmv1)
+  --dir DIR        cluster state: certificates, etcd data, logs, kubeconfig (default .localcluster)
+
+Examples:
+  olmv1-dev up && eval "$(olmv1-dev env)" && kubectl get nodes
+  olmv1-dev registry --addr 127.0.0.1:5001
+  olmv1-dev run --bin-dir bin
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "build":
+		err = buildCmd(ctx, args)
+	case "up":
+		err = upCmd(ctx, args)
+	case "down":
+		err = downCmd(args)
+	case "env":
+		err = envCmd(args)
+	case "registry":
+		err = registryCmd(ctx, args)
+	case "run":
+		err = runCmd(ctx, args)
+	default:
+		err = fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "olmv1-dev:", err)
+		os.Exit(1)
+	}
+}
+
+type clusterFlags struct {
+	cacheDir string
+	dir      string
+	nodes    int
+}
+
+func (c *clusterFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.cacheDir, "cache-dir", localcluster.DefaultCacheDir(), "where the Kubernetes, etcd and kwok binaries are cached")
+	fs.StringVar(&c.dir, "dir", ".localcluster", "cluster state directory: certificates, etcd data, logs, kubeconfig")
+	fs.IntVar(&c.nodes, "nodes", 2, "number of kwok fake nodes")
+}
+
+func (c *clusterFlags) absDir() string {
+	d, err := filepath.Abs(c.dir)
+	if err != nil {
+		return c.dir
+	}
+	return d
+}
+
+func buildCmd(ctx context.Context, args []string) error {
+	var cf clusterFlags
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	cf.bind(fs)
+	_ = fs.Parse(args)
+	b, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Println(b.AssetsDir)
+	return nil
+}
+
+func upCmd(ctx context.Context, args []string) error {
+	var cf clusterFlags
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	cf.bind(fs)
+	_ = fs.Parse(args)
+	b, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	c, err := localcluster.Up(ctx, localcluster.Options{Dir: cf.absDir(), Binaries: b, Nodes: cf.nodes, Detached: true, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	printEnv(c)
+	fmt.Fprintf(os.Stderr, "stop it with: olmv1-dev down --dir %s\n", c.Dir)
+	return nil
+}
+
+func downCmd(args []string) error {
+	var cf clusterFlags
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	cf.bind(fs)
+	_ = fs.Parse(args)
+	c, err := localcluster.Load(cf.absDir())
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "no local cluster is running from %s\n", cf.absDir())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.Stop()
+}
+
+func envCmd(args []string) error {
+	var cf clusterFlags
+	fs := flag.NewFlagSet("env", flag.ExitOnError)
+	cf.bind(fs)
+	_ = fs.Parse(args)
+	c, err := localcluster.Load(cf.absDir())
+	if err != nil {
+		return fmt.Errorf("no local cluster state in %s (start one with `olmv1-dev up`): %w", cf.absDir(), err)
+	}
+	printEnv(c)
+	return nil
+}
+
+func printEnv(c *localcluster.Cluster) {
+	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
+	fmt.Printf("export KUBEBUILDER_ASSETS=%s\n", c.AssetsDir)
+}

@@ -1,0 +1,334 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ServiceCIDR is a loopback range, so anything that dials a ClusterIP stays on this machine and fails
+// fast instead of sending traffic into a private network.
+const ServiceCIDR = "127.96.0.0/16"
+
+// FakeNodeAnnotation marks the nodes kwok manages.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Options configure Up.
+type Options struct {
+	// Dir holds certificates, etcd data, logs, the kubeconfig and the state file. Required.
+	Dir string
+	// Binaries to run; see Build.
+	Binaries *Binaries
+	// Nodes is the number of kwok fake nodes (default 2).
+	Nodes int
+	// Detached processes outlive this program (for `olmv1-dev up`); otherwise they die with it.
+	Detached bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	Dir        string     `json:"dir"`
+	Kubeconfig string     `json:"kubeconfig"`
+	APIServer  string     `json:"apiServer"`
+	Processes  []*Process `json:"processes"`
+	AssetsDir  string     `json:"assetsDir"`
+}
+
+const stateFile = "state.json"
+
+// Up starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1 with
+// free ports, writes a kubeconfig and waits until the fake nodes are Ready. On error it stops whatever
+// it started.
+func Up(ctx context.Context, o Options) (c *Cluster, err error) {
+	if o.Dir == "" || o.Binaries == nil {
+		return nil, errors.New("localcluster: Options.Dir and Options.Binaries are required")
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 2
+	}
+	logw := o.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if prev, err := Load(dir); err == nil && prev.running() {
+		return nil, fmt.Errorf("a local cluster is already running from %s (stop it with `olmv1-dev down --dir %s`)", dir, dir)
+	}
+	// Fresh data every time: a stale etcd would carry objects from an earlier run.
+	for _, sub := range []string{"etcd", "pki", "logs"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	p, err := generatePKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("generating certificates: %w", err)
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	c = &Cluster{
+		Dir:        dir,
+		Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		APIServer:  "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		AssetsDir:  o.Binaries.AssetsDir,
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	logDir := filepath.Join(dir, "logs")
+	b := o.Binaries
+	run := func(name, bin string, args ...string) error {
+		proc, err := startProcess(name, logDir, o.Detached, bin, args...)
+		if err != nil {
+			return err
+		}
+		c.Processes = append(c.Processes, proc)
+		return c.save()
+	}
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	if err := run("etcd", b.Etcd,
+		"--name=local", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=local="+peerURL, "--unsafe-no-fsync=true",
+		"--listen-metrics-urls=", "--log-level=warn",
+	); err != nil {
+		return c, err
+	}
+	if err := run("kube-apiserver", b.APIServer,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+		"--tls-cert-file="+p.path(servingCert), "--tls-private-key-file="+p.path(servingKey),
+		"--client-ca-file="+p.path(caCert),
+		"--authorization-mode=Node,RBAC",
+		"--requestheader-client-ca-file="+p.path(frontProxyCACert),
+		"--requestheader-allowed-names="+frontProxyUserName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+p.path(frontProxyCert), "--proxy-client-key-file="+p.path(frontProxyKey),
+		"--enable-aggregator-routing=false",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+p.path(serviceAccountPub),
+		"--service-account-signing-key-file="+p.path(serviceAccountKey),
+		"--service-cluster-ip-range="+ServiceCIDR,
+		"--allow-privileged=true",
+	); err != nil {
+		return c, err
+	}
+	if err := writeKubeconfig(c.Kubeconfig, c.APIServer, p); err != nil {
+		return c, err
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return c, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return c, err
+	}
+	if err := c.waitReady(ctx, cs, 90*time.Second); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(logw, "localcluster: kube-apiserver ready at %s after %s\n", c.APIServer, time.Since(start).Round(100*time.Millisecond))
+
+	common := []string{"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--leader-elect=false"}
+	if err := run("kube-controller-manager", b.ControllerManager, append(common,
+		"--secure-port="+strconv.Itoa(kcmPort),
+		"--service-account-private-key-file="+p.path(serviceAccountKey),
+		"--root-ca-file="+p.path(caCert),
+		"--service-cluster-ip-range="+ServiceCIDR,
+	)...); err != nil {
+		return c, err
+	}
+	if err := run("kube-scheduler", b.Scheduler, append(common, "--secure-port="+strconv.Itoa(schedPort))...); err != nil {
+		return c, err
+	}
+	if err := run("kwok", b.Kwok,
+		"--kubeconfig="+c.Kubeconfig, "--config="+b.KwokStages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
+		"--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
+	); err != nil {
+		return c, err
+	}
+	if err := createFakeNodes(ctx, cs, o.Nodes); err != nil {
+		return c, err
+	}
+	if err := c.waitNodesReady(ctx, cs, o.Nodes, 90*time.Second); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(logw, "localcluster: control plane with %d kwok nodes ready in %s (kubeconfig %s)\n", o.Nodes, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+	return c, nil
+}
+
+// RESTConfig returns a client configuration for the admin user.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+}
+
+// Stop stops every process this cluster started, in reverse start order, and removes the state file.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.Processes) - 1; i >= 0; i-- {
+		if err := c.Processes[i].Stop(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.Processes = nil
+	if err := os.Remove(filepath.Join(c.Dir, stateFile)); err != nil && !os.IsNotExist(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Load reads the state of a cluster started (possibly by another process) in dir.
+func Load(dir string) (*Cluster, error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return c, nil
+}
+
+func (c *Cluster) running() bool {
+	for _, p := range c.Processes {
+		if alive(p.PID) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cluster) save() error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.Dir, stateFile), data, 0o644)
+}
+
+// exitedProcess returns a started process that has died, with the end of its log.
+func (c *Cluster) exitedProcess() error {
+	for _, p := range c.Processes {
+		if p.Exited() {
+			return fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tail(p.Log, 2000))
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) waitReady(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.exitedProcess(); err != nil {
+			return false, err
+		}
+		_, last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready (last error: %v): %w", last, err)
+	}
+	return nil
+}
+
+func createFakeNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("32"),
+			corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{FakeNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{
+					"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+					"kubernetes.io/arch": "amd64", "kubernetes.io/role": "agent",
+				},
+			},
+			// No taint: workloads installed by bundles schedule here without extra tolerations.
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration) error {
+	var ready int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.exitedProcess(); err != nil {
+			return false, err
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		ready = 0
+		for _, node := range nodes.Items {
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d kwok nodes became Ready (see %s): %w", ready, n, filepath.Join(c.Dir, "logs", "kwok.log"), err)
+	}
+	return nil
+}
+
+func writeKubeconfig(path, server string, p pki) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["olmv1-local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: p.path(caCert)}
+	cfg.AuthInfos["olmv1-admin"] = &clientcmdapi.AuthInfo{ClientCertificate: p.path(adminCert), ClientKey: p.path(adminKey)}
+	cfg.Contexts["olmv1-local"] = &clientcmdapi.Context{Cluster: "olmv1-local", AuthInfo: "olmv1-admin"}
+	cfg.CurrentContext = "olmv1-local"
+	return clientcmd.WriteToFile(*cfg, path)
+}

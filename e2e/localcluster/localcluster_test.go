@@ -1,0 +1,179 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStagingModules(t *testing.T) {
+	gomod := `module k8s.io/kubernetes
+
+require (
+	github.com/blang/semver/v4 v4.0.0
+	k8s.io/api v0.0.0
+	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
+	k8s.io/sample-controller v0.0.0
+	k8s.io/client-go v0.0.0
+)
+
+require k8s.io/kms v0.0.0
+
+replace k8s.io/api => ./staging/src/k8s.io/api
+`
+	got := stagingModules(gomod)
+	want := []string{"k8s.io/api", "k8s.io/client-go", "k8s.io/kms"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("stagingModules = %v, want %v (pseudo-versions and sample modules excluded)", got, want)
+	}
+}
+
+func TestKubernetesLDFlagsStampVersion(t *testing.T) {
+	f := kubernetesLDFlags()
+	for _, want := range []string{
+		"k8s.io/component-base/version.gitVersion=" + KubernetesVersion,
+		"k8s.io/client-go/pkg/version.gitVersion=" + KubernetesVersion,
+		"k8s.io/component-base/version.gitMinor=37",
+		"buildDate=1970-01-01T00:00:00Z",
+	} {
+		if !strings.Contains(f, want) {
+			t.Errorf("ldflags %q lack %q", f, want)
+		}
+	}
+}
+
+func TestGeneratePKIChains(t *testing.T) {
+	p, err := generatePKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(mustRead(t, p.path(caCert)))
+	serving := parseCert(t, p.path(servingCert))
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: "kubernetes.default.svc", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("serving cert does not verify for kubernetes.default.svc: %v", err)
+	}
+	if !serving.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
+		t.Errorf("serving cert IPs = %v, want 127.0.0.1 first", serving.IPAddresses)
+	}
+	admin := parseCert(t, p.path(adminCert))
+	if _, err := admin.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("admin cert does not verify: %v", err)
+	}
+	if admin.Subject.Organization[0] != "system:masters" {
+		t.Errorf("admin cert groups = %v", admin.Subject.Organization)
+	}
+	fpRoots := x509.NewCertPool()
+	fpRoots.AppendCertsFromPEM(mustRead(t, p.path(frontProxyCACert)))
+	fp := parseCert(t, p.path(frontProxyCert))
+	if _, err := fp.Verify(x509.VerifyOptions{Roots: fpRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("front-proxy client cert does not verify against the front-proxy CA: %v", err)
+	}
+	if fp.Subject.CommonName != frontProxyUserName {
+		t.Errorf("front-proxy CN = %q, want %q (it must match --requestheader-allowed-names)", fp.Subject.CommonName, frontProxyUserName)
+	}
+	if _, err := tls.LoadX509KeyPair(p.path(servingCert), p.path(servingKey)); err != nil {
+		t.Errorf("serving key pair does not load: %v", err)
+	}
+	if block, _ := pem.Decode(mustRead(t, p.path(serviceAccountPub))); block == nil || block.Type != "PUBLIC KEY" {
+		t.Errorf("service account public key is not PEM PUBLIC KEY")
+	}
+}
+
+func TestProcessStopOnlyStopsItsOwnPID(t *testing.T) {
+	dir := t.TempDir()
+	a, err := startProcess("a", dir, false, "/bin/sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := startProcess("b", dir, false, "/bin/sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop(time.Second)
+	if err := a.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Exited() {
+		t.Error("a is still running after Stop")
+	}
+	if b.Exited() {
+		t.Error("stopping a also stopped b")
+	}
+}
+
+func TestLoadStateAndStopFromAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	p, err := startProcess("sleeper", dir, true, "/bin/sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: dir, Processes: []*Process{p}}
+	if err := c.save(); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loaded.running() || loaded.Processes[0].PID != p.PID {
+		t.Fatalf("loaded state %+v does not describe the running process %d", loaded.Processes, p.PID)
+	}
+	if err := loaded.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("process still running after Stop from loaded state")
+	}
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); !os.IsNotExist(err) {
+		t.Errorf("state file still present after Stop: %v", err)
+	}
+}
+
+func TestRegistryListensOnLoopbackOnly(t *testing.T) {
+	if _, err := StartRegistry("0.0.0.0:0", nil); err == nil {
+		t.Fatal("a registry on 0.0.0.0 must be refused")
+	}
+	r, err := StartRegistry("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := net.Dial("tcp", r.Addr)
+	if err != nil {
+		t.Fatalf("registry not reachable at %s: %v", r.Addr, err)
+	}
+	conn.Close()
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func parseCert(t *testing.T, p string) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(mustRead(t, p))
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

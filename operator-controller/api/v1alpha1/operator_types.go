@@ -1,0 +1,268 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// UpgradeConstraintPolicy says whether upgrades must follow the catalog's upgrade edges.
+// +kubebuilder:validation:Enum=Enforce;Ignore
+type UpgradeConstraintPolicy string
+
+const (
+	// UpgradeConstraintPolicyEnforce only moves an installed bundle along the catalog's upgrade edges
+	// (replaces, skips, skipRange).
+	UpgradeConstraintPolicyEnforce UpgradeConstraintPolicy = "Enforce"
+	// UpgradeConstraintPolicyIgnore allows any bundle that matches version and channel, including
+	// downgrades and jumps across missing edges.
+	UpgradeConstraintPolicyIgnore UpgradeConstraintPolicy = "Ignore"
+)
+
+// UpgradePolicy says whether upgrades happen by themselves or wait for approval.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type UpgradePolicy string
+
+const (
+	// UpgradePolicyAutomatic installs the best resolved bundle as soon as it is found.
+	UpgradePolicyAutomatic UpgradePolicy = "Automatic"
+	// UpgradePolicyManual keeps the installed bundle until spec.approvedVersion names the upgrade.
+	UpgradePolicyManual UpgradePolicy = "Manual"
+)
+
+// Condition types of an Operator.
+const (
+	// TypeResolved is True when a bundle satisfying the spec and every other Operator was found.
+	TypeResolved = "Resolved"
+	// TypeInstalled is True when the resolved bundle is installed (its BundleDeployment is Installed).
+	TypeInstalled = "Installed"
+	// TypeHealthy is True when the installed objects are healthy (the BundleDeployment is Healthy).
+	TypeHealthy = "Healthy"
+	// TypeDeprecated is True when the package, the channel or the installed bundle is deprecated in
+	// its catalog; the message carries the catalog's deprecation message.
+	TypeDeprecated = "Deprecated"
+	// TypeUpgradeAvailable is True, with upgradePolicy Manual, when resolution found a newer bundle
+	// than the installed one; the message names the version and the command that approves it.
+	TypeUpgradeAvailable = "UpgradeAvailable"
+)
+
+// Condition reasons of an Operator.
+const (
+	// ReasonResolutionPending (Resolved=Unknown): resolution has not run yet for this generation.
+	ReasonResolutionPending = "ResolutionPending"
+	// ReasonResolutionSucceeded (Resolved=True): a bundle was chosen.
+	ReasonResolutionSucceeded = "ResolutionSucceeded"
+	// ReasonResolutionFailed (Resolved=False): no bundle satisfies every constraint; the message
+	// names the package, the constraint and the candidates that failed.
+	ReasonResolutionFailed = "ResolutionFailed"
+
+	// ReasonInstallationPending (Installed=False): the BundleDeployment has not been installed yet.
+	ReasonInstallationPending = "InstallationPending"
+	// ReasonInstallationSucceeded (Installed=True): the resolved bundle is installed.
+	ReasonInstallationSucceeded = "InstallationSucceeded"
+	// ReasonInstallationFailed (Installed=False): installing the bundle failed; the message carries
+	// the BundleDeployment's message.
+	ReasonInstallationFailed = "InstallationFailed"
+	// ReasonInstallationStatusUnknown (Installed=Unknown): the BundleDeployment has not reported yet.
+	ReasonInstallationStatusUnknown = "InstallationStatusUnknown"
+
+	// ReasonHealthy (Healthy=True): every installed object is ready.
+	ReasonHealthy = "Healthy"
+	// ReasonUnhealthy (Healthy=False): at least one installed object is not ready.
+	ReasonUnhealthy = "Unhealthy"
+	// ReasonHealthUnknown (Healthy=Unknown): nothing is installed yet, or health was not reported.
+	ReasonHealthUnknown = "HealthUnknown"
+
+	// ReasonPackageDeprecated (Deprecated=True): the package is deprecated.
+	ReasonPackageDeprecated = "PackageDeprecated"
+	// ReasonChannelDeprecated (Deprecated=True): the channel in use is deprecated.
+	ReasonChannelDeprecated = "ChannelDeprecated"
+	// ReasonBundleDeprecated (Deprecated=True): the installed bundle is deprecated.
+	ReasonBundleDeprecated = "BundleDeprecated"
+	// ReasonNotDeprecated (Deprecated=False): nothing in use is deprecated.
+	ReasonNotDeprecated = "NotDeprecated"
+
+	// ReasonUpgradeAwaitingApproval (UpgradeAvailable=True): a newer bundle is resolvable and waits
+	// for spec.approvedVersion.
+	ReasonUpgradeAwaitingApproval = "AwaitingApproval"
+	// ReasonUpgradeApproved (UpgradeAvailable=True): spec.approvedVersion names the available
+	// upgrade and it is being installed.
+	ReasonUpgradeApproved = "Approved"
+	// ReasonUpToDate (UpgradeAvailable=False): the installed bundle is the best resolvable one.
+	ReasonUpToDate = "UpToDate"
+)
+
+// OperatorSpec says which package to install, which versions are acceptable, and how to upgrade.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.approvedVersion) || (has(self.upgradePolicy) && self.upgradePolicy == 'Manual')",message="approvedVersion can only be set when upgradePolicy is Manual"
+// +kubebuilder:validation:XValidation:rule="!has(self.watchNamespaces) || !has(self.config) || !has(self.config.watchNamespaces)",message="set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"
+type OperatorSpec struct {
+	// packageName is the name of the package to install, as the catalogs name it (olm.package).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="packageName must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	PackageName string `json:"packageName"`
+
+	// version is a semver range the installed bundle's version must satisfy, e.g. ">=1.2.0 <2.0.0",
+	// ">=1.2.0, <2.0.0", "1.2.x", "~1.2", "^1", "1.2 - 1.4.5" or "1.2.0 || 1.4.x" (the syntax of
+	// github.com/Masterminds/semver). An exact version such as "1.2.3" pins it.
+	// When empty any version is acceptable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[ ]*(=|!=|>=|<=|=>|=<|>|<|~>|[~^])?[ ]*v?(0|[1-9][0-9]*|[xX*])([.](0|[1-9][0-9]*|[xX*])){0,2}(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?(([ ]*,[ ]*|[ ]*[|][|][ ]*|[ ]+-[ ]+|[ ]+)(=|!=|>=|<=|=>|=<|>|<|~>|[~^])?[ ]*v?(0|[1-9][0-9]*|[xX*])([.](0|[1-9][0-9]*|[xX*])){0,2}(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?)*[ ]*$')",message="version must be a semver version or range such as 1.2.3, >=1.2.0 <2.0.0, 1.2.x, ~1.2, ^1 or 1.2.0 || 1.4.x"
+	Version string `json:"version,omitempty"`
+
+	// channel restricts resolution to the bundles of this channel of the package. When empty the
+	// package's default channel is preferred, but any channel may be used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$')",message="channel must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	Channel string `json:"channel,omitempty"`
+
+	// catalogSelector restricts resolution to the Catalogs whose labels match. When empty every
+	// Catalog is used.
+	// +optional
+	CatalogSelector *metav1.LabelSelector `json:"catalogSelector,omitempty"`
+
+	// upgradeConstraintPolicy says whether upgrades must follow the catalog's upgrade edges
+	// (Enforce: replaces, skips, skipRange) or may go to any matching version, including a
+	// downgrade (Ignore). Defaults to Enforce.
+	// +optional
+	// +kubebuilder:default=Enforce
+	UpgradeConstraintPolicy UpgradeConstraintPolicy `json:"upgradeConstraintPolicy,omitempty"`
+
+	// upgradePolicy says whether upgrades happen by themselves. Automatic (the default) installs the
+	// best resolved bundle as soon as it is found. Manual installs the first resolved bundle, then
+	// keeps the installed version: when a newer bundle is resolvable it sets the UpgradeAvailable
+	// condition naming its version, and upgrades once spec.approvedVersion names that version.
+	// +optional
+	// +kubebuilder:default=Automatic
+	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+
+	// approvedVersion (upgradePolicy Manual only) is the exact bundle version that may be installed
+	// next. To approve the version the UpgradeAvailable condition names, run
+	// kubectl patch operator <name> --type=merge -p '{"spec":{"approvedVersion":"<version>"}}'
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v?(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?$')",message="approvedVersion must be an exact semver version such as 1.2.3"
+	ApprovedVersion string `json:"approvedVersion,omitempty"`
+
+	// installNamespace is the namespace the operator is installed into. When empty it is the
+	// namespace the bundle suggests (operatorframework.io/suggested-namespace), else packageName.
+	// The namespace is created when missing, and deleted with the Operator only if it was created
+	// for it. Once set it cannot be changed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="installNamespace is immutable; delete and recreate the Operator to move it"
+	InstallNamespace string `json:"installNamespace,omitempty"`
+
+	// watchNamespaces lists the namespaces the operator watches (its install mode): empty for all
+	// namespaces, the install namespace alone for OwnNamespace, other namespaces for
+	// Single/MultiNamespace. It is passed to the BundleDeployment's config.watchNamespaces.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
+
+	// config is passed as is to the BundleDeployment that installs the bundle
+	// (e.g. deploymentConfig to set env, resources, nodeSelector, tolerations or affinity).
+	// +optional
+	Config *rukpakv1alpha1.BundleConfig `json:"config,omitempty"`
+}
+
+// BundleMetadata identifies a bundle of a catalog.
+type BundleMetadata struct {
+	// name of the bundle (olm.bundle name), e.g. "argocd-operator.v0.6.0".
+	// +required
+	Name string `json:"name"`
+
+	// version of the bundle (its olm.package property).
+	// +required
+	Version string `json:"version"`
+
+	// catalog is the name of the Catalog the bundle was resolved from.
+	// +optional
+	Catalog string `json:"catalog,omitempty"`
+
+	// source is where the bundle's content is pulled from: its image reference.
+	// +optional
+	Source string `json:"source,omitempty"`
+}
+
+// OperatorStatus is what operator-controller resolved and installed.
+type OperatorStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Resolved, Installed, Healthy, Deprecated and UpgradeAvailable.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// resolvedBundle is the bundle the last successful resolution chose.
+	// +optional
+	ResolvedBundle *BundleMetadata `json:"resolvedBundle,omitempty"`
+
+	// installedBundle is the bundle that is installed.
+	// +optional
+	InstalledBundle *BundleMetadata `json:"installedBundle,omitempty"`
+
+	// installNamespace is the namespace the operator is installed into (spec.installNamespace or
+	// the default chosen for it).
+	// +optional
+	InstallNamespace string `json:"installNamespace,omitempty"`
+}
+
+// Operator asks operator-controller to install a package from the Catalogs: it resolves a bundle
+// that satisfies the spec (together with every other Operator), installs it through a
+// BundleDeployment, and upgrades it as the spec and catalogs allow. Deleting it uninstalls it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=olm
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
+// +kubebuilder:printcolumn:name="Installed",type=string,JSONPath=`.status.installedBundle.version`,description="Version of the installed bundle"
+// +kubebuilder:printcolumn:name="Resolved",type=string,JSONPath=`.status.resolvedBundle.version`,description="Version of the resolved bundle"
+// +kubebuilder:printcolumn:name="Install Status",type=string,JSONPath=`.status.conditions[?(@.type=="Installed")].status`,description="Status of the Installed condition"
+// +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
+// +kubebuilder:printcolumn:name="Upgrade Available",type=string,JSONPath=`.status.conditions[?(@.type=="UpgradeAvailable")].status`,priority=1
+// +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=`.spec.channel`,priority=1
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.installNamespace`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it names the Operator's BundleDeployment and labels what it installs"
+type Operator struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which package to install and how to upgrade it.
+	// +required
+	Spec OperatorSpec `json:"spec"`
+
+	// status is what operator-controller resolved and installed.
+	// +optional
+	Status OperatorStatus `json:"status,omitempty"`
+}
+
+// OperatorList is a list of Operators.
+//
+// +kubebuilder:object:root=true
+type OperatorList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the Operators.
+	Items []Operator `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Operator{}, &OperatorList{})
+}

@@ -1,0 +1,291 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProvisionerClassName names the provisioner that turns a bundle's content into Kubernetes objects.
+// +kubebuilder:validation:Enum=core-rukpak-io-plain;core-rukpak-io-registry;core-rukpak-io-helm;core-rukpak-io-kustomize
+type ProvisionerClassName string
+
+const (
+	// ProvisionerPlain applies the plain manifests found under the bundle's /manifests directory.
+	ProvisionerPlain ProvisionerClassName = "core-rukpak-io-plain"
+	// ProvisionerRegistry converts an OLM registry+v1 bundle (/manifests with a ClusterServiceVersion,
+	// /metadata/annotations.yaml) into plain manifests and applies them.
+	ProvisionerRegistry ProvisionerClassName = "core-rukpak-io-registry"
+	// ProvisionerHelm installs the Helm chart the bundle contains as a Helm release.
+	ProvisionerHelm ProvisionerClassName = "core-rukpak-io-helm"
+	// ProvisionerKustomize builds the kustomization found at config.path and applies the result.
+	ProvisionerKustomize ProvisionerClassName = "core-rukpak-io-kustomize"
+)
+
+// Condition types of a BundleDeployment.
+const (
+	// TypeUnpacked is True when the content of the current spec.source was fetched and parsed.
+	TypeUnpacked = "Unpacked"
+	// TypeInstalled is True when the objects of the bundle were applied to the cluster.
+	TypeInstalled = "Installed"
+	// TypeHealthy is True when every object the bundle installed reports itself ready
+	// (Deployments available, CRDs established, ...).
+	TypeHealthy = "Healthy"
+)
+
+// Condition reasons of a BundleDeployment.
+const (
+	// ReasonUnpackPending (Unpacked=False or Unknown): the content has not been fetched yet.
+	ReasonUnpackPending = "UnpackPending"
+	// ReasonUnpackSucceeded (Unpacked=True): the content was fetched and parsed.
+	ReasonUnpackSucceeded = "UnpackSucceeded"
+	// ReasonUnpackFailed (Unpacked=False): the content could not be fetched; the message says why.
+	ReasonUnpackFailed = "UnpackFailed"
+	// ReasonInvalidBundle (Unpacked=False): the content was fetched but is not a valid bundle for
+	// the provisioner.
+	ReasonInvalidBundle = "InvalidBundle"
+
+	// ReasonInstallPending (Installed=False or Unknown): nothing was applied yet.
+	ReasonInstallPending = "InstallPending"
+	// ReasonInstallationSucceeded (Installed=True): the bundle's objects were applied.
+	ReasonInstallationSucceeded = "InstallationSucceeded"
+	// ReasonInstallFailed (Installed=False): applying the bundle's objects failed; the message says why.
+	ReasonInstallFailed = "InstallFailed"
+	// ReasonUpgradeFailed (Installed=False): moving from the installed revision to a new one failed;
+	// the previous revision is left in place.
+	ReasonUpgradeFailed = "UpgradeFailed"
+
+	// ReasonHealthy (Healthy=True): every installed object reports itself ready.
+	ReasonHealthy = "Healthy"
+	// ReasonUnhealthy (Healthy=False): at least one installed object is not ready; the message names it.
+	ReasonUnhealthy = "Unhealthy"
+	// ReasonHealthUnknown (Healthy=Unknown): health cannot be assessed yet (e.g. nothing installed).
+	ReasonHealthUnknown = "HealthUnknown"
+)
+
+// BundleDeploymentSpec says which bundle to install, how, and where.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.values) && !has(self.config.valuesFrom)) || self.provisionerClassName == 'core-rukpak-io-helm'",message="config.values and config.valuesFrom can only be used with provisionerClassName core-rukpak-io-helm"
+// +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.watchNamespaces) && !has(self.config.deploymentConfig)) || self.provisionerClassName == 'core-rukpak-io-registry'",message="config.watchNamespaces and config.deploymentConfig can only be used with provisionerClassName core-rukpak-io-registry"
+// +kubebuilder:validation:XValidation:rule="!has(self.config) || !has(self.config.path) || self.provisionerClassName == 'core-rukpak-io-kustomize'",message="config.path can only be used with provisionerClassName core-rukpak-io-kustomize"
+type BundleDeploymentSpec struct {
+	// provisionerClassName names the provisioner that turns the bundle into objects:
+	// core-rukpak-io-plain (plain manifests), core-rukpak-io-registry (OLM registry+v1 bundle),
+	// core-rukpak-io-helm (Helm chart) or core-rukpak-io-kustomize (kustomization).
+	// It cannot be changed after creation.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="provisionerClassName is immutable; delete and recreate the BundleDeployment to change it"
+	ProvisionerClassName ProvisionerClassName `json:"provisionerClassName"`
+
+	// source says where the bundle's content is fetched from.
+	// +required
+	Source Source `json:"source"`
+
+	// installNamespace is the namespace the bundle is installed into: namespaced objects that do not
+	// name a namespace are created there, and it is the Helm release namespace. It must exist.
+	// It cannot be changed after creation.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="installNamespace is immutable; delete and recreate the BundleDeployment to move it"
+	InstallNamespace string `json:"installNamespace"`
+
+	// config tunes how the provisioner renders the bundle. Which fields apply depends on
+	// provisionerClassName: watchNamespaces and deploymentConfig for core-rukpak-io-registry,
+	// values and valuesFrom for core-rukpak-io-helm, path for core-rukpak-io-kustomize.
+	// +optional
+	Config *BundleConfig `json:"config,omitempty"`
+}
+
+// BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.
+type BundleConfig struct {
+	// watchNamespaces (registry+v1) lists the namespaces the operator watches, which selects the
+	// install mode of its ClusterServiceVersion: empty for AllNamespaces, the install namespace alone
+	// for OwnNamespace, one other namespace for SingleNamespace, several for MultiNamespace.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
+
+	// deploymentConfig (registry+v1) overrides settings of every Deployment the
+	// ClusterServiceVersion declares, like OLM v0's Subscription.spec.config.
+	// +optional
+	DeploymentConfig *DeploymentConfig `json:"deploymentConfig,omitempty"`
+
+	// values (helm) are Helm values, as a YAML/JSON object, merged over the chart's defaults and
+	// over valuesFrom.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// valuesFrom (helm) lists Secrets and ConfigMaps in installNamespace whose key holds a YAML
+	// document of Helm values. They are merged in order, later entries winning; values wins over all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// path (kustomize) is the directory of the bundle, relative to its root, that holds the
+	// kustomization.yaml to build. When empty the root is used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="path must be relative (must not start with '/')"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="path must not contain '..' elements"
+	Path string `json:"path,omitempty"`
+}
+
+// DeploymentConfig overrides settings of the Deployments of a registry+v1 bundle.
+// Every field that is set replaces (env and tolerations: extends) what the bundle declares.
+type DeploymentConfig struct {
+	// env adds environment variables to every container, replacing variables of the same name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// resources replaces the resource requests and limits of every container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// nodeSelector replaces the node selector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations are added to the tolerations of the pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity replaces the affinity of the pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+}
+
+// ValuesReference points at a key of a Secret or ConfigMap holding Helm values.
+type ValuesReference struct {
+	// kind of the object holding the values: Secret or ConfigMap.
+	// +required
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+
+	// name of the Secret or ConfigMap, in the BundleDeployment's installNamespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key of the data whose value is the YAML document of values. Defaults to values.yaml.
+	// +optional
+	// +kubebuilder:default=values.yaml
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+
+	// optional makes a missing object or key an empty set of values instead of an error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// BundleDeploymentStatus is what the controller observed and did.
+type BundleDeploymentStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Unpacked, Installed and Healthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// resolvedSource is exactly which content was last unpacked (image digest, git commit, ...).
+	// +optional
+	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
+
+	// contentHash is the sha256 of the last unpacked content, as "sha256:<hex>".
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+
+	// installedRevision is the revision that is installed; it grows by one each time different
+	// content or config is applied. 0 when nothing was installed yet.
+	// +optional
+	InstalledRevision int64 `json:"installedRevision,omitempty"`
+
+	// history lists the most recent installed revisions, newest first (at most 10).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	History []BundleDeploymentRevision `json:"history,omitempty"`
+}
+
+// BundleDeploymentRevision records one installed revision.
+type BundleDeploymentRevision struct {
+	// revision number.
+	// +required
+	Revision int64 `json:"revision"`
+
+	// contentHash of the content installed by this revision.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+
+	// resolvedSource the content of this revision came from.
+	// +optional
+	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
+
+	// installedAt is when this revision was applied.
+	// +required
+	InstalledAt metav1.Time `json:"installedAt"`
+}
+
+// BundleDeployment installs the content of one bundle (plain manifests, an OLM registry+v1 bundle, a
+// Helm chart or a kustomization) into the cluster, upgrades it when its spec changes, and reports
+// whether what it installed is healthy. Deleting it removes everything it installed.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=bd;bds,categories=olm
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Provisioner",type=string,JSONPath=`.spec.provisionerClassName`
+// +kubebuilder:printcolumn:name="Install Namespace",type=string,JSONPath=`.spec.installNamespace`
+// +kubebuilder:printcolumn:name="Installed",type=string,JSONPath=`.status.conditions[?(@.type=="Installed")].status`
+// +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.installedRevision`
+// +kubebuilder:printcolumn:name="Unpacked",type=string,JSONPath=`.status.conditions[?(@.type=="Unpacked")].status`,priority=1
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.type`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it is used as a label value on the installed objects"
+type BundleDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which bundle to install, how, and where.
+	// +required
+	Spec BundleDeploymentSpec `json:"spec"`
+
+	// status is what the controller observed and did.
+	// +optional
+	Status BundleDeploymentStatus `json:"status,omitempty"`
+}
+
+// BundleDeploymentList is a list of BundleDeployments.
+//
+// +kubebuilder:object:root=true
+type BundleDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the BundleDeployments.
+	Items []BundleDeployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BundleDeployment{}, &BundleDeploymentList{})
+}

@@ -1,0 +1,81 @@
+package boot
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Component describes one controller binary.
+type Component struct {
+	// Name is the binary and the component, e.g. "catalogd".
+	Name string
+	// CRDs must be Established before the manager starts.
+	CRDs []string
+	// AddToScheme registers the API types the component reads and writes.
+	AddToScheme []func(*runtime.Scheme) error
+	// DefaultMetricsPort and DefaultProbePort are the default 127.0.0.1 ports of the HTTPS metrics and
+	// plain-HTTP probe endpoints.
+	DefaultMetricsPort, DefaultProbePort int
+	// BindFlags registers the component's own flags (optional).
+	BindFlags func(*flag.FlagSet)
+	// Setup adds the component's reconcilers and runnables to the manager (optional).
+	Setup func(ctx context.Context, mgr ctrl.Manager) error
+}
+
+// Main parses args, waits for the component's CRDs and runs its manager until SIGTERM or SIGINT. It
+// returns the process exit code.
+func Main(c Component, args []string) int {
+	var o Options
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	o.BindFlags(fs, c.Name, c.DefaultMetricsPort, c.DefaultProbePort)
+	if c.BindFlags != nil {
+		c.BindFlags(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := o.SetupLogging(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	log := ctrl.Log.WithName(c.Name)
+	if err := run(ctrl.SetupSignalHandler(), c, &o); err != nil {
+		log.Error(err, "exiting")
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c Component, o *Options) error {
+	log := ctrl.Log.WithName(c.Name)
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "apiServer", cfg.Host, "metrics", o.MetricsBindAddress, "probes", o.HealthProbeBindAddress, "leaderElection", o.LeaderElect)
+	if err := WaitForCRDs(ctx, cfg, log, o.CRDWaitTimeout, c.CRDs...); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, c.AddToScheme...) {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := o.NewManager(cfg, scheme)
+	if err != nil {
+		return err
+	}
+	if c.Setup != nil {
+		if err := c.Setup(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up %s: %w", c.Name, err)
+		}
+	}
+	return mgr.Start(ctx)
+}
