@@ -51,7 +51,7 @@ cluster-binaries: $(DEV) ## Build (once, 15-25 min cold) and cache kube-apiserve
 ##@ Verify
 
 .PHONY: verify
-verify: verify-generate vet fmt-check gowork-off ## Fail on stale generated files, vet findings, unformatted code, or modules that do not build alone.
+verify: verify-generate vet fmt-check gowork-off verify-versions ## Fail on stale generated files, vet findings, unformatted code, modules that do not build alone, or unpinned versions.
 
 .PHONY: vet
 vet: ## go vet every module.
@@ -64,6 +64,23 @@ fmt-check: ## Fail when gofmt would change a file.
 .PHONY: gowork-off
 gowork-off: ## Each module builds on its own (GOWORK=off), as users who `go install` one module do.
 	@for m in $(MODULES); do echo "GOWORK=off build: $$m"; (cd $$m && GOWORK=off go build ./...); done
+
+# The versions of ../shared/DEPENDENCIES.md, as every module resolves them on its own.
+PINNED := k8s.io/api@v0.37.2 k8s.io/apimachinery@v0.37.2 k8s.io/client-go@v0.37.2 k8s.io/apiserver@v0.37.2 \
+	k8s.io/apiextensions-apiserver@v0.37.2 k8s.io/component-base@v0.37.2 k8s.io/cli-runtime@v0.37.2 \
+	k8s.io/kubectl@v0.37.2 sigs.k8s.io/controller-runtime@v0.25.2 github.com/operator-framework/api@v0.45.0 \
+	github.com/operator-framework/operator-registry@v1.74.0 github.com/operator-framework/deppy@v0.3.0 \
+	github.com/google/go-containerregistry@v0.22.1 github.com/onsi/ginkgo/v2@v2.34.0 github.com/onsi/gomega@v1.44.0
+
+.PHONY: verify-versions
+verify-versions: ## Fail when a module resolves a pinned dependency to another version.
+	@bad=0; for m in $(MODULES); do \
+		all=$$(cd $$m && GOWORK=off go list -m all); \
+		for p in $(PINNED); do mod=$${p%@*}; want=$${p#*@}; \
+			got=$$(echo "$$all" | awk -v m="$$mod" '$$1 == m {print $$2}'); \
+			if [ -n "$$got" ] && [ "$$got" != "$$want" ]; then echo "verify-versions: $$m resolves $$mod $$got, want $$want (pin it in $$m/go.mod)"; bad=1; fi; \
+		done; \
+	done; [ $$bad -eq 0 ] && echo "verify-versions: pinned versions hold in $(MODULES)"
 
 ##@ Test
 

@@ -69,10 +69,13 @@ var _ = Describe("Foundation", Label("foundation"), func() {
 		}}
 		for _, c := range env.controllers {
 			url := "https://" + c.MetricsAddr + "/metrics"
-			resp, err := insecure.Get(url)
-			Expect(err).NotTo(HaveOccurred(), c.Name)
-			resp.Body.Close()
-			Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "%s without a token", c.Name)
+			// The metrics server starts beside the probes; give it a moment to listen.
+			Eventually(func(g Gomega) {
+				resp, err := insecure.Get(url)
+				g.Expect(err).NotTo(HaveOccurred(), c.Name)
+				resp.Body.Close()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "%s without a token", c.Name)
+			}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 			// RBAC reaches the authorizer through an informer: allow it a moment to see the new binding.
 			Eventually(func(g Gomega) {

@@ -42,9 +42,10 @@ const (
 
 // CatalogSpec says where a file-based catalog is fetched from and how it ranks against other catalogs.
 type CatalogSpec struct {
-	// source says where the file-based catalog is fetched from. For Image, the catalog is read from
-	// the /configs directory of the image; for the other types, from the root of the content.
-	// ConfigMaps and Secrets named by the source are read from catalogd's namespace.
+	// source says where the file-based catalog is fetched from. For Image, the catalog is the
+	// directory the image's operators.operatorframework.io.index.configs.v1 label names (/configs by
+	// default); for the other types, it is the whole content. ConfigMaps and Secrets named by the
+	// source are read from catalogd's namespace.
 	// +required
 	Source rukpakv1alpha1.Source `json:"source"`
 

@@ -60,9 +60,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var err error
 	switch args[0] {
 	case "solve":
-		err = runSolve(args[1:], stdin, stdout, stderr)
+		err = runSolve(args[1:], stdin, stdout)
 	case "resolve":
-		err = runResolve(ctx, args[1:], stdout, stderr)
+		err = runResolve(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		return runHelp(args[1:], stdout, stderr)
 	default:

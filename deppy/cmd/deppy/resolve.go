@@ -29,7 +29,7 @@ func resolveFlags(o *resolveOptions) *flag.FlagSet {
 	fs.Var(&o.installed, "installed", "package already installed, as `PKG@VERSION` or PKG@VERSION=BUNDLE (repeatable)")
 	fs.StringVar(&o.policy, "upgrade-policy", "Enforce", "Enforce: installed packages only move along the catalogs' upgrade edges (replaces, skips, skipRange); Ignore: any version, downgrades included")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read Operators and catalogs from a cluster (not yet implemented)")
-	fs.Var(&o.output, "o", "output format: text, yaml or json")
+	fs.Var(&o.output, "o", "output `format`: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: deppy resolve --catalog DIR --require PKG[@RANGE][#CHANNEL] [flags]
 
@@ -42,8 +42,8 @@ together. Prefers non-deprecated bundles, then the highest version, then the
 catalog with the highest priority.
 
 Examples:
-  # newest cert-manager of a catalog directory
-  deppy resolve --catalog ./community-v4.20 --require cert-manager
+  # newest bundle of a package, with the dependencies it pulls in
+  deppy resolve --catalog ./community-v4.20 --require rabbitmq-messaging-topology-operator
 
   # pin a range and a channel, from two ranked catalogs
   deppy resolve --catalog prod:10=./catalogs/prod --catalog community=./catalogs/community \
@@ -70,17 +70,17 @@ type resolveOutput struct {
 	Explanation *explanation    `json:"explanation,omitempty"`
 }
 
-func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	var o resolveOptions
 	fs := resolveFlags(&o)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned, help goes to stdout
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
 			return nil
 		}
-		return usageError{err.Error()}
+		return usageError{err.Error() + " (see deppy resolve --help)"}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q (flags only; see deppy resolve --help)", fs.Arg(0))}

@@ -19,7 +19,7 @@ func solveFlags(o *solveOptions) *flag.FlagSet {
 	o.output = "text"
 	fs := flag.NewFlagSet("solve", flag.ContinueOnError)
 	fs.StringVar(&o.file, "f", "", "problem file (YAML or JSON); - reads standard input")
-	fs.Var(&o.output, "o", "output format: text, yaml or json")
+	fs.Var(&o.output, "o", "output `format`: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: deppy solve -f FILE [-o text|yaml|json]
 
@@ -42,7 +42,7 @@ Problem file:
           message: legacy must stay       # used in explanations
     - id: one-db
       constraints:
-        - atMost: {n: 1, ids: [db-v1, db-v2]}
+        - atMost: {max: 1, ids: [db-v1, db-v2]}
   Other constraints: prohibited: true, not: true (same as prohibited),
   or: {id: x, negateSubject: true, negateOperand: false}.
 
@@ -65,17 +65,17 @@ type solveOutput struct {
 	Explanation *explanation `json:"explanation,omitempty"`
 }
 
-func runSolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runSolve(args []string, stdin io.Reader, stdout io.Writer) error {
 	var o solveOptions
 	fs := solveFlags(&o)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned, help goes to stdout
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(stdout)
 			fs.Usage()
 			return nil
 		}
-		return usageError{err.Error()}
+		return usageError{err.Error() + " (see deppy solve --help)"}
 	}
 	if o.file == "" || fs.NArg() > 0 {
 		return usageError{"want -f FILE and no other arguments (see deppy solve --help)"}

@@ -165,7 +165,9 @@ func require(pkg string) Requirement { return Requirement{Package: pkg} }
 
 func requireRange(pkg, rng string) Requirement { return Requirement{Package: pkg, VersionRange: rng} }
 
-func installed(pkg, version string) InstalledBundle { return InstalledBundle{Package: pkg, Version: version} }
+func installed(pkg, version string) InstalledBundle {
+	return InstalledBundle{Package: pkg, Version: version}
+}
 
 // chosen renders a result as "pkg=version" items, in result order.
 func chosen(r *Result) string {

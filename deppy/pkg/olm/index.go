@@ -133,16 +133,6 @@ func (idx *Index) Bundle(catalog, pkg, name string) *Bundle {
 // Providers returns the bundles providing a GVK, newest first.
 func (idx *Index) Providers(g GVK) []*Bundle { return idx.providers[g] }
 
-// defaultChannel returns the default channel of pkg in catalog, or "".
-func (idx *Index) defaultChannel(catalog, pkg string) string {
-	for _, info := range idx.packages[pkg] {
-		if info.Catalog == catalog {
-			return info.DefaultChannel
-		}
-	}
-	return ""
-}
-
 func sortNewestFirst(list []*Bundle) {
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]

@@ -3,7 +3,6 @@ package olm
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/blang/semver/v4"
 
@@ -20,7 +19,8 @@ type InstalledPackage struct {
 	// Current is the installed bundle as found in the catalogs (one per
 	// catalog), or a stand-in when no catalog has it.
 	Current []*Bundle
-	// Allowed is what the package may become, in preference order.
+	// Allowed is what the package may become, in preference order; empty
+	// when the package is required with policy Ignore (the requirement decides).
 	Allowed []*Bundle
 }
 
@@ -99,11 +99,16 @@ func InstalledBundles(idx *Index, installed []InstalledBundle, reqs []Requiremen
 			if err != nil {
 				return err
 			}
-			if p == nil {
+			id := resolve.Identifier("installed/" + ib.Package)
+			if p.Allowed == nil {
+				// Required with policy Ignore: recorded (for the result), unconstrained.
+				if err := vars.Add(resolve.NewVariable(id, p)); err != nil {
+					return err
+				}
 				continue
 			}
 			reason := &Reason{Kind: ReasonInstalled, Installed: p, Package: ib.Package, Candidates: p.Allowed}
-			v := resolve.NewVariable(resolve.Identifier("installed/"+ib.Package), p,
+			v := resolve.NewVariable(id, p,
 				resolve.Mandatory().WithDetail(reason),
 				reason.constraint(resolve.Dependency(ids(p.Allowed)...)))
 			if err := vars.Add(v); err != nil {
@@ -135,9 +140,6 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 	if p.Policy == "" {
 		p.Policy = Enforce
 	}
-	if p.Required && p.Policy == Ignore {
-		return nil, nil
-	}
 	all := idx.Bundles(ib.Package)
 	for _, b := range all {
 		if (ib.BundleName != "" && b.Name == ib.BundleName) || (ib.BundleName == "" && b.Version.Equals(v)) {
@@ -154,6 +156,9 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 		}
 		p.Current = []*Bundle{{Package: ib.Package, Name: name, Version: v, VersionString: v.String(),
 			id: resolve.Identifier("installed-bundle/" + ib.Package + "/" + name)}}
+	}
+	if p.Required && p.Policy == Ignore {
+		return p, nil // the requirement alone decides; Allowed stays empty
 	}
 	var allowed []*Bundle
 	if p.Policy == Ignore {
@@ -214,13 +219,4 @@ func without(bs, drop []*Bundle) []*Bundle {
 		}
 	}
 	return out
-}
-
-// installedNames lists "pkg version" for messages.
-func installedNames(ps []*InstalledPackage) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = p.label()
-	}
-	return strings.Join(parts, ", ")
 }

@@ -151,3 +151,16 @@ func TestInstalledTwiceIsAnInputError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestIgnoreStillReportsTheInstalledVersion(t *testing.T) {
+	idx := index(t, catalog("main", 0).bundle("x", "1.0.0").bundle("x", "1.1.0").bundle("x", "1.2.0"))
+	req := requireRange("x", "1.0.0")
+	req.UpgradePolicy = Ignore
+	res, err := Resolve(t.Context(), idx, Problem{Requirements: []Requirement{req}, Installed: []InstalledBundle{installed("x", "1.2.0")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := res.Package("x"); x.Version != "1.0.0" || x.InstalledVersion != "1.2.0" || len(res.Selections) != 1 {
+		t.Fatalf("got %+v", res.Selections)
+	}
+}

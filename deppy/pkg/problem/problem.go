@@ -17,7 +17,7 @@
 //
 // Constraint keys: mandatory, prohibited, not (same as prohibited),
 // dependency (list; empty means unsatisfiable), conflict (id),
-// atMost ({n, ids}), or ({id, negateSubject, negateOperand}). Each entry
+// atMost ({max, ids}), or ({id, negateSubject, negateOperand}). Each entry
 // holds exactly one of them, plus an optional message used in explanations.
 package problem
 
@@ -54,9 +54,9 @@ type ConstraintSpec struct {
 	Message string `json:"message,omitempty"`
 }
 
-// AtMostSpec is "at most N of IDs".
+// AtMostSpec is "at most Max of IDs". (The key is max, not n: YAML 1.1 reads a bare n as false.)
 type AtMostSpec struct {
-	N   int      `json:"n"`
+	Max int      `json:"max"`
 	IDs []string `json:"ids"`
 }
 
@@ -132,7 +132,7 @@ func (cs ConstraintSpec) constraint() (resolve.Constraint, error) {
 		found = append(found, resolve.Conflict(resolve.Identifier(cs.Conflict)))
 	}
 	if cs.AtMost != nil {
-		found = append(found, resolve.AtMost(cs.AtMost.N, toIDs(cs.AtMost.IDs)...))
+		found = append(found, resolve.AtMost(cs.AtMost.Max, toIDs(cs.AtMost.IDs)...))
 	}
 	if cs.Or != nil {
 		if cs.Or.ID == "" {

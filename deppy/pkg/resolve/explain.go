@@ -39,13 +39,21 @@ type NotSatisfiableError struct {
 	Causes []Cause
 }
 
-// Reasons returns the distinct sentences of the causes, mandatory ones
-// left out when others explain them.
+// Reasons returns the distinct sentences of the causes. A mandatory
+// constraint without a message is left out when a dependency of the same
+// variable with a message of its own is among the causes: that message
+// already says what was asked for.
 func (e *NotSatisfiableError) Reasons() []string {
+	explained := make(map[Identifier]bool)
+	for _, c := range e.Causes {
+		if c.Constraint.Kind == KindDependency && c.Constraint.Message != "" {
+			explained[c.Subject.ID] = true
+		}
+	}
 	seen := make(map[string]struct{}, len(e.Causes))
 	var out []string
 	for _, c := range e.Causes {
-		if c.Constraint.Kind == KindMandatory && c.Constraint.Message == "" && len(e.Causes) > 1 {
+		if c.Constraint.Kind == KindMandatory && c.Constraint.Message == "" && explained[c.Subject.ID] {
 			continue
 		}
 		s := c.String()

@@ -154,4 +154,6 @@ func envCmd(args []string) error {
 func printEnv(c *localcluster.Cluster) {
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
 	fmt.Printf("export KUBEBUILDER_ASSETS=%s\n", c.AssetsDir)
+	// kubectl v1.37.2 lives beside kube-apiserver and etcd.
+	fmt.Printf("export PATH=%s:$PATH\n", c.AssetsDir)
 }

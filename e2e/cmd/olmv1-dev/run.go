@@ -95,12 +95,13 @@ func runCmd(ctx context.Context, args []string) error {
 OLM v1 is running on a local control plane (%d CRDs installed; logs in %s).
 
   export KUBECONFIG=%s
+  export PATH=%s:$PATH        # kubectl %s, built with the control plane
   kubectl get crds
   kubectl get nodes                 # kwok fake nodes: Deployments become Available
   kubectl get catalogs,bundledeployments,operators
 
 Local OCI registry: %s (plain HTTP). Controllers:
-`, len(crds), filepath.Join(c.Dir, "logs"), c.Kubeconfig, reg.Addr)
+`, len(crds), filepath.Join(c.Dir, "logs"), c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, reg.Addr)
 	for _, ctl := range ctrls {
 		fmt.Printf("  %-20s pid %-7d ready %s  metrics https://%s/metrics\n", ctl.Name, ctl.PID, ctl.HealthURL, ctl.MetricsAddr)
 	}

@@ -64,6 +64,8 @@ func Start(crdDir string, addToScheme ...func(*runtime.Scheme) error) (*Suite, e
 		_ = env.Stop()
 		return nil, fmt.Errorf("no CRDs found in %s: run `make generate`", crdDir)
 	}
+	// The validation tables send hundreds of requests; client-go's default 5 QPS would make them slow.
+	cfg.QPS, cfg.Burst = 500, 1000
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()

@@ -32,7 +32,7 @@ func SourceCases() []Case {
 		{Name: "git SHA-256 commit from a file URL", Spec: `{type: Git, git: {repository: "file:///srv/git/repo", ref: {commit: "` + sha256 + `"}}}`},
 
 		{Name: "type is required", Spec: `{image: {ref: "quay.io/org/catalog:latest"}}`,
-			WantErrs: []string{"spec.source.type: Required value", "image must not be set unless type is Image"}},
+			WantErrs: []string{"spec.source.type: Required value"}},
 		{Name: "type must be a known one", Spec: `{type: OCI}`,
 			WantErrs: []string{`spec.source.type: Unsupported value: "OCI"`}},
 		{Name: "Image requires image", Spec: `{type: Image}`,
@@ -66,7 +66,7 @@ func SourceCases() []Case {
 		{Name: "image.pollInterval must be positive", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", pollInterval: 0s}}`,
 			WantErrs: []string{"pollInterval must be a positive duration"}},
 		{Name: "image.pollInterval must be a duration", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", pollInterval: often}}`,
-			WantErrs: []string{"spec.source.image.pollInterval"}},
+			WantErrs: []string{"spec.source.image.pollInterval", "pollInterval must be a positive duration"}},
 		{Name: "image.pullSecret must be a Secret name", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", pullSecret: My_Secret}}`,
 			WantErrs: []string{"spec.source.image.pullSecret", "should match"}},
 
