@@ -32,6 +32,10 @@ var env struct {
 	ownCluster *localcluster.Cluster
 }
 
+// controllerArgs are extra flags per controller binary ("catalogd", "rukpak", "operator-controller").
+// A spec file that needs a controller configured in a particular way adds to it from an init function.
+var controllerArgs = map[string][]string{}
+
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "OLM v1 e2e")
@@ -89,7 +93,7 @@ var _ = BeforeSuite(func() {
 	By("starting catalogd, rukpak and operator-controller as separate processes from " + binDir)
 	logDir, err := os.MkdirTemp("", "olmv1-e2e-controllers-")
 	Expect(err).NotTo(HaveOccurred())
-	env.controllers, err = localcluster.StartControllers(binDir, env.kubeconfig, logDir, nil)
+	env.controllers, err = localcluster.StartControllers(binDir, env.kubeconfig, logDir, controllerArgs)
 	DeferCleanup(func() {
 		for i := len(env.controllers) - 1; i >= 0; i-- {
 			_ = env.controllers[i].Stop(5 * time.Second)
