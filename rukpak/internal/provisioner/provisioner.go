@@ -1,0 +1,42 @@
+// Package provisioner defines how a bundle's unpacked content becomes the Kubernetes objects rukpak
+// applies. Each provisioner class (plain, registry+v1, helm, kustomize) implements Renderer; the apply
+// engine and the controller only see Renderer.
+package provisioner
+
+import (
+	"context"
+	"io/fs"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// Request is everything a Renderer may use: the bundle content and the BundleDeployment's settings.
+type Request struct {
+	// Content is the unpacked bundle (the root of the image, or the directory a source names).
+	Content fs.FS
+	// Name is the BundleDeployment's name.
+	Name string
+	// InstallNamespace is where namespaced objects go (spec.installNamespace).
+	InstallNamespace string
+	// Config is spec.config (nil when unset).
+	Config *rukpakv1alpha1.BundleConfig
+}
+
+// Renderer turns a bundle into the objects to apply. It is a pure function of its Request: it never
+// reads the cluster. Errors that a person must fix (a malformed bundle, an unsupported install mode)
+// are returned as *InvalidBundleError so that the controller reports them without retrying.
+type Renderer interface {
+	Render(ctx context.Context, req Request) ([]client.Object, error)
+}
+
+// InvalidBundleError is a bundle or configuration problem that retrying cannot fix.
+type InvalidBundleError struct {
+	// Reason is a condition reason, e.g. "InvalidBundle" or "UnsupportedInstallMode".
+	Reason string
+	// Message says what is wrong and how to fix it, naming the file, object or field.
+	Message string
+}
+
+func (e *InvalidBundleError) Error() string { return e.Message }
