@@ -20,7 +20,7 @@ for m in "$@"; do
       [ -d test/integration ] || continue
       args=(-count=1 -timeout 20m ./test/integration/...) ;;
     e2e)
-      args=(-count=1 -timeout "${E2E_TIMEOUT:-30m}" ./suite/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter="${E2E_LABELS:-}") ;;
+      args=(-v -count=1 -timeout "${E2E_TIMEOUT:-30m}" ./suite/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter="${E2E_LABELS:-}") ;;
     *) echo "unknown tier $tier"; exit 2 ;;
   esac
   echo "=== [$tier] $m"
