@@ -2,20 +2,97 @@
 package main
 
 import (
+	"context"
+	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/catalogd/internal/controller"
+	"github.com/olmv1/olmv1/catalogd/internal/serve"
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
 
+// flags are catalogd's own flags (the common ones are boot's).
+type flags struct {
+	storageDir      string
+	cacheDir        string
+	namespace       string
+	httpBindAddress string
+	httpExternalURL string
+	tlsCertFile     string
+	tlsKeyFile      string
+	httpInsecure    bool
+}
+
+func (f *flags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.storageDir, "storage-dir", filepath.Join(os.TempDir(), "catalogd", "storage"),
+		"directory where the served content of every Catalog is stored (survives restarts)")
+	fs.StringVar(&f.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "catalogd", "cache"),
+		"directory where sources are unpacked before they are parsed")
+	fs.StringVar(&f.namespace, "namespace", "olmv1-system",
+		"namespace the ConfigMaps and Secrets named by Catalog sources are read from")
+	fs.StringVar(&f.httpBindAddress, "http-bind-address", "127.0.0.1:7082",
+		"address of the content endpoint (/catalogs/<name>/all.json and /catalogs/<name>/api/v1/metas)")
+	fs.StringVar(&f.httpExternalURL, "http-external-url", "",
+		"base URL clients reach the content endpoint at, used in status.contentURL; default <scheme>://<http-bind-address>")
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "PEM certificate of the content endpoint (reloaded when it changes)")
+	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "PEM private key of the content endpoint")
+	fs.BoolVar(&f.httpInsecure, "http-insecure", false,
+		"serve the content endpoint over plain HTTP; without it, HTTPS with --tls-cert-file/--tls-key-file or a generated self-signed certificate")
+}
+
 func main() {
+	f := &flags{}
 	os.Exit(boot.Main(boot.Component{
 		Name:               "catalogd",
 		CRDs:               []string{"catalogs.catalogd.operatorframework.io"},
 		AddToScheme:        []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
 		DefaultMetricsPort: 7443,
 		DefaultProbePort:   7081,
+		BindFlags:          f.bind,
+		Setup:              f.setup,
 	}, os.Args[1:]))
+}
+
+func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
+	store, err := storage.New(f.storageDir)
+	if err != nil {
+		return err
+	}
+	srv := &serve.Server{
+		Addr:     f.httpBindAddress,
+		CertFile: f.tlsCertFile,
+		KeyFile:  f.tlsKeyFile,
+		Insecure: f.httpInsecure,
+		Handler:  &serve.Handler{Store: store},
+		Log:      ctrl.Log.WithName("catalogd").WithName("content"),
+	}
+	if err := srv.Validate(); err != nil {
+		return err
+	}
+	base := f.httpExternalURL
+	if base == "" {
+		base = fmt.Sprintf("%s://%s", srv.Scheme(), f.httpBindAddress)
+	}
+	if err := mgr.Add(srv); err != nil {
+		return err
+	}
+	unpacker, err := newUnpacker(mgr, f)
+	if err != nil {
+		return err
+	}
+	return (&controller.CatalogReconciler{
+		Client:         mgr.GetClient(),
+		Unpacker:       unpacker,
+		Store:          store,
+		Namespace:      f.namespace,
+		ContentBaseURL: base,
+		Recorder:       mgr.GetEventRecorder("catalogd"),
+	}).SetupWithManager(mgr)
 }

@@ -79,7 +79,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctrls, err := localcluster.StartControllers(absBin, c.Kubeconfig, filepath.Join(c.Dir, "logs"), nil)
+	ctrls, err := localcluster.StartControllers(absBin, c.Kubeconfig, filepath.Join(c.Dir, "logs"), map[string][]string{"catalogd": {"--storage-dir=" + filepath.Join(c.Dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(c.Dir, "catalogd", "cache")}})
 	defer func() {
 		for i := len(ctrls) - 1; i >= 0; i-- {
 			_ = ctrls[i].Stop(5 * time.Second)

@@ -164,6 +164,29 @@ type DeploymentConfig struct {
 	// affinity replaces the affinity of the pods.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// envFrom adds sources of environment variables (ConfigMaps, Secrets) to every container.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// volumes are added to the pods, replacing volumes of the same name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// volumeMounts are added to every container, replacing mounts at the same path.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
+	// annotations are added to the pod template of every Deployment, replacing annotations with the
+	// same key.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // ValuesReference points at a key of a Secret or ConfigMap holding Helm values.

@@ -1,22 +1,113 @@
 // Command rukpak runs the BundleDeployment controller: it unpacks bundles, provisions them into
-// manifests, applies them and reports their health.
+// manifests, applies them as Helm release revisions and reports their health.
 package main
 
 import (
+	"context"
+	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/apply"
+	"github.com/olmv1/olmv1/rukpak/internal/controller"
+	"github.com/olmv1/olmv1/rukpak/internal/preflight"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
 
+// flags are rukpak's own flags (the common ones are in boot).
+type flags struct {
+	namespace  string
+	cacheDir   string
+	maxHistory int
+	webhooks   webhookFlags
+}
+
+func (f *flags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.namespace, "namespace", "olmv1-system",
+		"rukpak's namespace: Helm release Secrets are stored there, and Secrets and ConfigMaps named by bundle sources are read from it (created when missing)")
+	fs.StringVar(&f.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "olmv1-rukpak"), "directory where unpacked bundles are cached")
+	fs.IntVar(&f.maxHistory, "max-history", 10, "revisions kept per BundleDeployment (Helm release history); older ones are deleted")
+	f.webhooks.bind(fs)
+}
+
 func main() {
+	var f flags
 	os.Exit(boot.Main(boot.Component{
 		Name:               "rukpak",
 		CRDs:               []string{"bundledeployments.core.rukpak.io"},
-		AddToScheme:        []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme},
+		AddToScheme:        []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme, apiextensionsv1.AddToScheme},
 		DefaultMetricsPort: 8443,
 		DefaultProbePort:   8081,
+		BindFlags:          f.bind,
+		ManagerOptions:     func(o *ctrl.Options) { o.Cache = controller.CacheOptions() },
+		Setup:              f.setup,
 	}, os.Args[1:]))
+}
+
+func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
+	cfg := mgr.GetConfig()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, cs, f.namespace); err != nil {
+		return err
+	}
+	// The manager's client reads from the label-scoped cache; applying, preflight checks of custom
+	// resources and source Secrets need the API server itself.
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return err
+	}
+	unpacker, err := newUnpacker(f.cacheDir, direct)
+	if err != nil {
+		return err
+	}
+	r := &controller.BundleDeploymentReconciler{
+		Client:         mgr.GetClient(),
+		EndpointReader: direct,
+		Unpacker:       unpacker,
+		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
+			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
+		},
+		Engine: &apply.Engine{
+			Client:  direct,
+			Scheme:  mgr.GetScheme(),
+			Storage: apply.NewSecretsStorage(cs, f.namespace, f.maxHistory),
+		},
+		Preflight: preflight.CRDUpgradeSafety(direct),
+		Namespace: f.namespace,
+		Recorder:  mgr.GetEventRecorderFor("rukpak"),
+	}
+	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr)
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("rukpak's namespace %q (--namespace) does not exist and cannot be created: %w", name, err)
+	}
+	return nil
 }

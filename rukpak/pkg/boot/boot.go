@@ -93,8 +93,9 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 
 // NewManager creates a controller-runtime manager with HTTPS metrics behind authn/authz, health and
 // readiness probes, and optional leader election.
-func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// Each of customize may adjust the manager options (e.g. scope the cache) before it is created.
+func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	opts := ctrl.Options{
 		Scheme: scheme,
 		Metrics: metricsserver.Options{
 			BindAddress:    o.MetricsBindAddress,
@@ -106,7 +107,11 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Man
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.Component + ".olmv1.operatorframework.io",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-	})
+	}
+	for _, c := range customize {
+		c(&opts)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s manager: %w", o.Component, err)
 	}

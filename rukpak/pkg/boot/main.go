@@ -24,6 +24,9 @@ type Component struct {
 	DefaultMetricsPort, DefaultProbePort int
 	// BindFlags registers the component's own flags (optional).
 	BindFlags func(*flag.FlagSet)
+	// ManagerOptions adjusts the manager's options before it is created, e.g. to scope its cache
+	// (optional).
+	ManagerOptions func(*ctrl.Options)
 	// Setup adds the component's reconcilers and runnables to the manager (optional).
 	Setup func(ctx context.Context, mgr ctrl.Manager) error
 }
@@ -68,7 +71,11 @@ func run(ctx context.Context, c Component, o *Options) error {
 			return err
 		}
 	}
-	mgr, err := o.NewManager(cfg, scheme)
+	var customize []func(*ctrl.Options)
+	if c.ManagerOptions != nil {
+		customize = append(customize, c.ManagerOptions)
+	}
+	mgr, err := o.NewManager(cfg, scheme, customize...)
 	if err != nil {
 		return err
 	}

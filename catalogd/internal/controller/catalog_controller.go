@@ -1,0 +1,274 @@
+// Package controller holds catalogd's Catalog reconciler: unpack the source, parse and validate the
+// file-based catalog, store it and swap it in atomically, and report what is served in status.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/catalogd/internal/fbc"
+	"github.com/olmv1/olmv1/catalogd/internal/serve"
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
+)
+
+// Finalizer removes a Catalog's stored and cached content before the Catalog goes away.
+const Finalizer = "catalogd.operatorframework.io/delete-content"
+
+// CatalogReconciler reconciles Catalogs.
+type CatalogReconciler struct {
+	Client   client.Client
+	Unpacker source.Unpacker
+	Store    *storage.Store
+	// Namespace is where the ConfigMaps and Secrets named by sources are read from.
+	Namespace string
+	// ContentBaseURL is the scheme and address of the content endpoint, e.g. https://127.0.0.1:7082;
+	// status.contentURL is ContentBaseURL + /catalogs/<name>/all.json.
+	ContentBaseURL string
+	// Recorder emits an Event on every condition change (optional).
+	Recorder events.EventRecorder
+	// Now is the clock (optional, for tests).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler: it watches Catalogs (spec changes and deletions) and the
+// ConfigMaps of Namespace that ConfigMaps sources name.
+func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&catalogdv1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			deletingPredicate()))).
+		Named("catalog")
+	if r.Namespace != "" {
+		cms, err := r.configMapSource(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(cms)
+	}
+	return b.Complete(r)
+}
+
+func deletingPredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
+}
+
+func sourceKey(name string) string { return "catalog/" + name }
+
+// Reconcile runs the steps: finalize (when deleting) or ensureFinalizer → unpack → parse → store,
+// then sets the conditions once and patches status once.
+func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	l := log.FromContext(ctx).WithValues("catalog", req.Name)
+	ctx = log.IntoContext(ctx, l)
+	cat := &catalogdv1alpha1.Catalog{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cat); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cat.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, cat)
+	}
+	if err := r.ensureFinalizer(ctx, cat); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	before := cat.DeepCopy()
+	served, _ := r.Store.Get(cat.Name)
+	if needsPending(cat) {
+		// Say that the new generation is being unpacked before a possibly long fetch.
+		setConditions(cat, unpackOutcome{reason: catalogdv1alpha1.ReasonPending,
+			message: fmt.Sprintf("unpacking generation %d", cat.Generation)}, served)
+		if err := r.patchStatus(ctx, before, cat); err != nil {
+			return ctrl.Result{}, err
+		}
+		before = cat.DeepCopy()
+	}
+
+	out, stepErr := r.unpackAndStore(ctx, cat, served)
+	served, _ = r.Store.Get(cat.Name)
+	setConditions(cat, out, served)
+	if served != nil && served.Hash == cat.Status.ContentHash {
+		contentBytes.WithLabelValues(cat.Name).Set(float64(served.Size))
+	}
+	if err := r.patchStatus(ctx, before, cat); err != nil {
+		return ctrl.Result{}, errors.Join(stepErr, err)
+	}
+
+	res := ctrl.Result{}
+	if pi := pollInterval(cat.Spec.Source); pi != nil && pi.Duration > 0 {
+		res.RequeueAfter = pi.Duration
+	}
+	if stepErr != nil && retryable(stepErr) {
+		l.Info("unpack failed, retrying with backoff", "error", stepErr.Error())
+		return ctrl.Result{}, stepErr
+	}
+	return res, nil
+}
+
+// needsPending is true when the current generation has not been looked at yet.
+func needsPending(cat *catalogdv1alpha1.Catalog) bool {
+	c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1alpha1.TypeUnpacked)
+	return c == nil || c.ObservedGeneration != cat.Generation
+}
+
+// stepError carries the Unpacked reason of a failed step and whether retrying can help.
+type stepError struct {
+	reason    string
+	retryable bool
+	err       error
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func retryable(err error) bool {
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.retryable
+	}
+	return true
+}
+
+// unpackAndStore fetches the source, parses and validates it, and swaps it in. On success it
+// updates the status fields that describe the served content; on failure it leaves them alone, so
+// they keep describing the last good content, which is still served.
+func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1alpha1.Catalog, served *storage.Content) (unpackOutcome, error) {
+	l := log.FromContext(ctx)
+	start := r.Now()
+	observe := func(result string) { unpackDuration.WithLabelValues(result).Observe(r.Now().Sub(start).Seconds()) }
+
+	opts := source.Options{ImageDir: "configs", Namespace: r.Namespace}
+	if served != nil && served.Hash == cat.Status.ContentHash && cat.Status.ResolvedSource != nil &&
+		cat.Status.ResolvedSource.Type == cat.Spec.Source.Type {
+		opts.Previous = cat.Status.ResolvedSource
+	}
+	res, err := r.Unpacker.Unpack(ctx, sourceKey(cat.Name), cat.Spec.Source, opts)
+	if err != nil {
+		observe("unpack_failed")
+		msg := fmt.Sprintf("generation %d: %v", cat.Generation, err)
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: msg},
+			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: source.IsRetryable(err), err: err}
+	}
+	if res.Unchanged && opts.Previous != nil {
+		observe("unchanged")
+		cat.Status.ServedGeneration = cat.Generation
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
+			message: fmt.Sprintf("generation %d: %s is unchanged (%s)", cat.Generation, describeResolved(&res.ResolvedSource), served.Hash)}, nil
+	}
+
+	parsed, err := fbc.Load(ctx, os.DirFS(res.Dir))
+	if err != nil {
+		if fbc.IsInvalid(err) {
+			observe("invalid_catalog")
+			return unpackOutcome{reason: catalogdv1alpha1.ReasonInvalidCatalog,
+					message: fmt.Sprintf("generation %d: %s is not a valid file-based catalog: %v", cat.Generation, describeResolved(&res.ResolvedSource), err)},
+				&stepError{reason: catalogdv1alpha1.ReasonInvalidCatalog, err: err}
+		}
+		observe("unpack_failed")
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: reading the unpacked content: %v", cat.Generation, err)},
+			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
+	}
+	content, err := r.Store.Put(cat.Name, parsed)
+	if err != nil {
+		observe("store_failed")
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: storing the content: %v", cat.Generation, err)},
+			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
+	}
+	observe("success")
+	now := metav1.NewTime(r.Now())
+	rs := res.ResolvedSource
+	cat.Status.ResolvedSource = &rs
+	cat.Status.ContentHash = content.Hash
+	cat.Status.LastUnpacked = &now
+	cat.Status.ServedGeneration = cat.Generation
+	cat.Status.Counts = &catalogdv1alpha1.CatalogCounts{
+		Packages: int32(content.Counts.Packages), Channels: int32(content.Counts.Channels), Bundles: int32(content.Counts.Bundles),
+	}
+	cat.Status.ContentURL = r.ContentBaseURL + serve.URLPath(cat.Name)
+	l.Info("unpacked", "hash", content.Hash, "source", describeResolved(&rs), "packages", content.Counts.Packages,
+		"channels", content.Counts.Channels, "bundles", content.Counts.Bundles, "bytes", content.Size)
+	return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
+		message: fmt.Sprintf("generation %d: unpacked %s (%s)", cat.Generation, describeResolved(&rs), content.Hash)}, nil
+}
+
+func (r *CatalogReconciler) ensureFinalizer(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
+	if controllerutil.ContainsFinalizer(cat, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(cat.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(cat, Finalizer)
+	return r.Client.Patch(ctx, cat, patch)
+}
+
+// finalize removes everything stored for the catalog, then the finalizer.
+func (r *CatalogReconciler) finalize(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
+	if !controllerutil.ContainsFinalizer(cat, Finalizer) {
+		return nil
+	}
+	if err := r.Store.Delete(cat.Name); err != nil {
+		return err
+	}
+	if err := r.Unpacker.Cleanup(ctx, sourceKey(cat.Name)); err != nil {
+		return fmt.Errorf("removing the unpacked source of catalog %q: %w", cat.Name, err)
+	}
+	contentBytes.DeleteLabelValues(cat.Name)
+	r.event(cat, corev1.EventTypeNormal, "ContentDeleted", "Delete", "removed the stored content of the catalog")
+	patch := client.MergeFrom(cat.DeepCopy())
+	controllerutil.RemoveFinalizer(cat, Finalizer)
+	if err := r.Client.Patch(ctx, cat, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// patchStatus writes status when it changed and emits an Event for each condition that changed.
+func (r *CatalogReconciler) patchStatus(ctx context.Context, before, after *catalogdv1alpha1.Catalog) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating the status of catalog %q: %w", after.Name, err)
+	}
+	for _, t := range []string{catalogdv1alpha1.TypeUnpacked, catalogdv1alpha1.TypeServing} {
+		old := meta.FindStatusCondition(before.Status.Conditions, t)
+		cur := meta.FindStatusCondition(after.Status.Conditions, t)
+		if cur == nil || (old != nil && old.Status == cur.Status && old.Reason == cur.Reason && old.Message == cur.Message) {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if cur.Status == metav1.ConditionFalse && cur.Reason != catalogdv1alpha1.ReasonPending {
+			typ = corev1.EventTypeWarning
+		}
+		if cur.Reason == catalogdv1alpha1.ReasonServingPreviousContent {
+			typ = corev1.EventTypeWarning
+		}
+		r.event(after, typ, cur.Reason, t, "%s=%s: %s", t, cur.Status, cur.Message)
+	}
+	return nil
+}
+
+func (r *CatalogReconciler) event(cat *catalogdv1alpha1.Catalog, typ, reason, action, note string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(cat, nil, typ, reason, action, note, args...)
+}

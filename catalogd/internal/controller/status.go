@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// unpackOutcome is what the unpack step observed for the current generation.
+type unpackOutcome struct {
+	// reason is the Unpacked reason: Succeeded, Pending, UnpackFailed or InvalidCatalog.
+	reason  string
+	message string
+}
+
+// setConditions writes Unpacked and Serving from the outcome and what the store serves. It is the
+// one place conditions are computed.
+func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *storage.Content) {
+	gen := cat.Generation
+	unpacked := metav1.Condition{Type: catalogdv1alpha1.TypeUnpacked, ObservedGeneration: gen, Reason: out.reason, Message: out.message}
+	if out.reason == catalogdv1alpha1.ReasonUnpackSucceeded {
+		unpacked.Status = metav1.ConditionTrue
+	} else {
+		unpacked.Status = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&cat.Status.Conditions, unpacked)
+
+	serving := metav1.Condition{Type: catalogdv1alpha1.TypeServing, ObservedGeneration: gen}
+	switch {
+	case served == nil || served.Hash != cat.Status.ContentHash:
+		serving.Status = metav1.ConditionFalse
+		serving.Reason = catalogdv1alpha1.ReasonNotServing
+		serving.Message = "no content is served yet: the catalog has not been unpacked successfully (see the Unpacked condition)"
+	case cat.Status.ServedGeneration == gen:
+		serving.Status = metav1.ConditionTrue
+		serving.Reason = catalogdv1alpha1.ReasonServing
+		serving.Message = fmt.Sprintf("serving generation %d (%s, %s): %d packages, %d channels, %d bundles",
+			gen, describeResolved(cat.Status.ResolvedSource), served.Hash, served.Counts.Packages, served.Counts.Channels, served.Counts.Bundles)
+	default:
+		serving.Status = metav1.ConditionTrue
+		serving.Reason = catalogdv1alpha1.ReasonServingPreviousContent
+		serving.Message = fmt.Sprintf("stale: serving the last good content, from generation %d (%s, %s), because generation %d is not unpacked (see the Unpacked condition)",
+			cat.Status.ServedGeneration, describeResolved(cat.Status.ResolvedSource), served.Hash, gen)
+	}
+	meta.SetStatusCondition(&cat.Status.Conditions, serving)
+	cat.Status.ObservedGeneration = gen
+}
+
+func describeResolved(rs *rukpakv1alpha1.ResolvedSource) string {
+	if rs == nil {
+		return "unknown source"
+	}
+	switch {
+	case rs.Image != nil:
+		return "image " + rs.Image.Ref
+	case rs.Git != nil:
+		return fmt.Sprintf("git %s at %s", rs.Git.Repository, rs.Git.Commit)
+	case rs.HTTP != nil:
+		s := "http " + rs.HTTP.URL
+		if rs.HTTP.ETag != "" {
+			s += " etag " + rs.HTTP.ETag
+		}
+		return s
+	case len(rs.ConfigMaps) > 0:
+		s := "configmaps"
+		for i, cm := range rs.ConfigMaps {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			s += fmt.Sprintf("%s %s@%s", sep, cm.Name, cm.ResourceVersion)
+		}
+		return s
+	}
+	return string(rs.Type)
+}
+
+// pollInterval returns the source's poll interval, if any.
+func pollInterval(src rukpakv1alpha1.Source) *metav1.Duration {
+	switch {
+	case src.Image != nil:
+		return src.Image.PollInterval
+	case src.HTTP != nil:
+		return src.HTTP.PollInterval
+	case src.Git != nil:
+		return src.Git.PollInterval
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package fbc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+const pkgYAML = `schema: olm.package
+name: foo
+defaultChannel: stable
+`
+
+const chanYAML = `schema: olm.channel
+package: foo
+name: stable
+entries:
+- name: foo.v0.1.0
+- name: foo.v0.2.0
+  replaces: foo.v0.1.0
+`
+
+const bundlesYAML = `schema: olm.bundle
+package: foo
+name: foo.v0.1.0
+image: example.com/foo:v0.1.0
+properties:
+- type: olm.package
+  value: {packageName: foo, version: 0.1.0}
+---
+schema: olm.bundle
+package: foo
+name: foo.v0.2.0
+image: example.com/foo:v0.2.0
+properties:
+- type: olm.package
+  value: {packageName: foo, version: 0.2.0}
+`
+
+// The same catalog as pkgYAML+chanYAML+bundlesYAML, as JSON with other key and blob orders.
+const sameAsJSON = `{"name":"foo.v0.2.0","schema":"olm.bundle","package":"foo","properties":[{"value":{"version":"0.2.0","packageName":"foo"},"type":"olm.package"}],"image":"example.com/foo:v0.2.0"}
+{"defaultChannel":"stable","name":"foo","schema":"olm.package"}
+{"package":"foo","entries":[{"name":"foo.v0.1.0"},{"replaces":"foo.v0.1.0","name":"foo.v0.2.0"}],"schema":"olm.channel","name":"stable"}
+{"schema":"olm.bundle","image":"example.com/foo:v0.1.0","package":"foo","name":"foo.v0.1.0","properties":[{"type":"olm.package","value":{"packageName":"foo","version":"0.1.0"}}]}
+`
+
+func mapFS(files map[string]string) fstest.MapFS {
+	m := fstest.MapFS{}
+	for k, v := range files {
+		m[k] = &fstest.MapFile{Data: []byte(v), Mode: 0o644}
+	}
+	return m
+}
+
+func mustLoad(t *testing.T, files map[string]string) *Catalog {
+	t.Helper()
+	c, err := Load(t.Context(), mapFS(files))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func TestLoadCountsAndCanonicalStream(t *testing.T) {
+	c := mustLoad(t, map[string]string{"catalog.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + bundlesYAML})
+	if c.Counts != (Counts{Packages: 1, Channels: 1, Bundles: 2}) {
+		t.Errorf("counts = %+v", c.Counts)
+	}
+	var buf bytes.Buffer
+	n, err := c.WriteTo(&buf)
+	if err != nil || n != c.Size || int64(buf.Len()) != c.Size {
+		t.Fatalf("WriteTo = %d, %v; Size %d, wrote %d", n, err, c.Size, buf.Len())
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != c.Hash {
+		t.Errorf("hash of the stream %s != Hash %s", got, c.Hash)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	want := []string{
+		`{"entries":[{"name":"foo.v0.1.0"},{"name":"foo.v0.2.0","replaces":"foo.v0.1.0"}],"name":"stable","package":"foo","schema":"olm.channel"}`,
+	}
+	if len(lines) != 4 || lines[2] != want[0] {
+		t.Errorf("canonical stream:\n%s", buf.String())
+	}
+	if !strings.HasPrefix(lines[0], `{"image":"example.com/foo:v0.1.0"`) || !strings.Contains(lines[3], `"schema":"olm.package"`) {
+		t.Errorf("blobs not sorted by schema then name:\n%s", buf.String())
+	}
+}
+
+func TestHashIgnoresLayoutFormatAndOrder(t *testing.T) {
+	a := mustLoad(t, map[string]string{"catalog.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + bundlesYAML})
+	layouts := map[string]map[string]string{
+		"json, other key and blob order": {"index.json": sameAsJSON},
+		"nested directories": {
+			"foo/package.yaml":         pkgYAML,
+			"foo/channels/stable.yaml": chanYAML,
+			"foo/bundles/all.yaml":     bundlesYAML,
+			"foo/bundles/.indexignore": "notes.txt\n",
+			"foo/bundles/notes.txt":    "not a catalog file: ignored through .indexignore",
+		},
+	}
+	for name, files := range layouts {
+		t.Run(name, func(t *testing.T) {
+			if b := mustLoad(t, files); b.Hash != a.Hash {
+				t.Errorf("hash %s, want %s", b.Hash, a.Hash)
+			}
+		})
+	}
+	changed := mustLoad(t, map[string]string{"catalog.yaml": strings.Replace(pkgYAML, "name: foo", "name: foo\ndescription: changed", 1) + "---\n" + chanYAML + "---\n" + bundlesYAML})
+	if changed.Hash == a.Hash {
+		t.Error("different content, same hash")
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	cases := map[string]struct {
+		files map[string]string
+		want  []string
+	}{
+		"unparsable yaml names the file": {
+			files: map[string]string{"pkgs/foo.yaml": "schema: olm.package\nname: [foo\n"},
+			want:  []string{`"pkgs/foo.yaml"`},
+		},
+		"missing schema": {
+			files: map[string]string{"a.json": `{"name":"foo"}`},
+			want:  []string{`"a.json"`, `no "schema" field`},
+		},
+		"channel entry without bundle": {
+			files: map[string]string{"c.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + strings.SplitN(bundlesYAML, "---\n", 2)[0]},
+			want:  []string{"foo.v0.2.0"},
+		},
+		"bad default channel": {
+			files: map[string]string{"c.yaml": strings.Replace(pkgYAML, "stable", "fast", 1) + "---\n" + chanYAML + "---\n" + bundlesYAML},
+			want:  []string{"fast"},
+		},
+		"empty": {
+			files: map[string]string{"README.md": "# nothing\n"},
+			want:  []string{"README.md"},
+		},
+		"no files": {
+			files: map[string]string{},
+			want:  []string{"no FBC blobs"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(t.Context(), mapFS(tc.files))
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			if !IsInvalid(err) {
+				t.Errorf("IsInvalid(%v) = false", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// testdataDir returns $OLMV1_TESTDATA/<sub> (default ../../../../shared/testdata), skipping when absent.
+func testdataDir(tb testing.TB, sub string) string {
+	tb.Helper()
+	root := os.Getenv("OLMV1_TESTDATA")
+	if root == "" {
+		root = filepath.Join("..", "..", "..", "..", "shared", "testdata")
+	}
+	dir := filepath.Join(root, sub)
+	if _, err := os.Stat(dir); err != nil {
+		tb.Skipf("real test data %s is absent (set OLMV1_TESTDATA): %v", dir, err)
+	}
+	return dir
+}
+
+func TestLoadRealCatalogs(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want *Counts
+	}{
+		{"catalogs/community-v4.20", &Counts{Packages: 37, Channels: 85, Bundles: 803}},
+		{"catalogs/community-v4.16", nil},
+	} {
+		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+			c, err := Load(t.Context(), os.DirFS(testdataDir(t, tc.dir)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %+v, %d bytes, %s", tc.dir, c.Counts, c.Size, c.Hash)
+			if tc.want != nil && c.Counts != *tc.want {
+				t.Errorf("counts = %+v, want %+v", c.Counts, *tc.want)
+			}
+			if c.Counts.Packages == 0 || c.Counts.Bundles == 0 {
+				t.Errorf("counts = %+v", c.Counts)
+			}
+		})
+	}
+}

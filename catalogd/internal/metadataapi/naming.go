@@ -1,0 +1,73 @@
+package metadataapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ObjectName is the name of a blob's CatalogMetadata object. FBC names may hold any characters and be
+// of any length, so the name is a readable, sanitised prefix plus a hash of the exact identity:
+//
+//	<catalog>.<schema without "olm.">.<package>.<name>-<first 10 hex of sha256(catalog\x00schema\x00package\x00name)>
+//
+// lower-cased, with every character outside [a-z0-9.-] replaced by "-", and the readable part
+// shortened so the whole name stays within 253 characters. The hash makes names unique; the prefix
+// makes them recognisable. Use field selectors (spec.name=...) to find an object by its FBC name.
+func ObjectName(catalog, schema, pkg, name string) string {
+	sum := sha256.Sum256([]byte(catalog + "\x00" + schema + "\x00" + pkg + "\x00" + name))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	parts := []string{catalog, strings.TrimPrefix(schema, "olm.")}
+	if pkg != "" {
+		parts = append(parts, pkg)
+	}
+	if name != "" && name != pkg {
+		parts = append(parts, name)
+	}
+	readable := sanitize(strings.Join(parts, "."))
+	if max := validation.DNS1123SubdomainMaxLength - len(suffix) - 1; len(readable) > max {
+		readable = strings.TrimRight(readable[:max], ".-")
+	}
+	return readable + "-" + suffix
+}
+
+// sanitize lower-cases s, replaces characters outside [a-z0-9.-] with "-", and trims "-" from each
+// dot-separated label, dropping empty ones, so that the result is a valid DNS subdomain prefix.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '.' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	var labels []string
+	for _, l := range strings.Split(b.String(), ".") {
+		if l = strings.Trim(l, "-"); l != "" {
+			labels = append(labels, l)
+		}
+	}
+	return strings.Join(labels, ".")
+}
+
+// objectLabels are the selectable labels of a blob: catalog, schema, package and name, each only when
+// its value is a valid label value (long or unusual values are reachable through field selectors).
+func objectLabels(catalog, schema, pkg, name string) labels.Set {
+	set := labels.Set{}
+	for k, v := range map[string]string{"catalog": catalog, "schema": schema, "package": pkg, "name": name} {
+		if v != "" && len(validation.IsValidLabelValue(v)) == 0 {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+func fieldSelectorError(label string) error {
+	return fmt.Errorf("field selector %q is not supported for catalogmetadata (use metadata.name, %s, %s, %s or %s)",
+		label, fieldCatalog, fieldSchema, fieldPackage, fieldName)
+}

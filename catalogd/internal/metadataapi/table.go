@@ -1,0 +1,49 @@
+package metadataapi
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource qualifies a resource of this group.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var tableColumns = []metav1.TableColumnDefinition{
+	{Name: "Catalog", Type: "string", Description: "The Catalog the blob belongs to."},
+	{Name: "Schema", Type: "string", Description: "The blob's schema."},
+	{Name: "Package", Type: "string", Description: "The blob's package."},
+	{Name: "Name", Type: "string", Description: "The blob's name in the catalog."},
+	{Name: "Object", Type: "string", Priority: 1, Description: "The CatalogMetadata object name."},
+}
+
+// ConvertToTable implements rest.TableConvertor: the columns kubectl get shows.
+func (r *REST) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: tableColumns}
+	add := func(m *CatalogMetadata) {
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells:  []interface{}{m.Spec.Catalog, m.Spec.Schema, m.Spec.Package, m.Spec.Name, m.Name},
+			Object: runtime.RawExtension{Object: m},
+		})
+	}
+	switch o := object.(type) {
+	case *CatalogMetadata:
+		add(o)
+	case *CatalogMetadataList:
+		for i := range o.Items {
+			add(&o.Items[i])
+		}
+		table.ResourceVersion = o.ResourceVersion
+		table.Continue = o.Continue
+	default:
+		if m, err := meta.ListAccessor(object); err == nil {
+			table.ResourceVersion = m.GetResourceVersion()
+		}
+	}
+	return table, nil
+}

@@ -1,0 +1,113 @@
+// Package metadataapi serves the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io/
+// v1alpha1) from catalogd's own content store: one read-only object per file-based catalog blob, with
+// get, list (label and field selectors, limit/continue) and watch, behind Kubernetes delegated
+// authentication and authorization. Nothing is stored in etcd.
+package metadataapi
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of CatalogMetadata.
+const GroupName = "metadata.catalogd.operatorframework.io"
+
+// SchemeGroupVersion is the served version.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// internalGroupVersion registers the same Go types as the internal version: there is one version and
+// nothing to convert.
+var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
+
+// CatalogMetadata is one blob (olm.package, olm.channel, olm.bundle, olm.deprecations, or any other
+// schema) of a catalog that catalogd serves.
+type CatalogMetadata struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec CatalogMetadataSpec `json:"spec"`
+}
+
+// CatalogMetadataSpec identifies the blob and carries it unchanged.
+type CatalogMetadataSpec struct {
+	// Catalog is the name of the Catalog the blob belongs to.
+	Catalog string `json:"catalog"`
+	// Schema is the blob's schema, e.g. olm.bundle.
+	Schema string `json:"schema"`
+	// Package is the blob's package ("" for blobs outside any package).
+	Package string `json:"package,omitempty"`
+	// Name is the blob's name ("" for blobs without one, e.g. olm.deprecations).
+	Name string `json:"name,omitempty"`
+	// Content is the blob as the catalog has it. Empty in watch DELETED events.
+	Content runtime.RawExtension `json:"content,omitempty"`
+}
+
+// CatalogMetadataList is a list of CatalogMetadata.
+type CatalogMetadataList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []CatalogMetadata `json:"items"`
+}
+
+// DeepCopyInto copies m into out.
+func (m *CatalogMetadata) DeepCopyInto(out *CatalogMetadata) {
+	*out = *m
+	out.TypeMeta = m.TypeMeta
+	m.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	m.Spec.Content.DeepCopyInto(&out.Spec.Content)
+}
+
+// DeepCopy returns a copy of m.
+func (m *CatalogMetadata) DeepCopy() *CatalogMetadata {
+	if m == nil {
+		return nil
+	}
+	out := new(CatalogMetadata)
+	m.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (m *CatalogMetadata) DeepCopyObject() runtime.Object { return m.DeepCopy() }
+
+// DeepCopyObject implements runtime.Object.
+func (l *CatalogMetadataList) DeepCopyObject() runtime.Object {
+	if l == nil {
+		return nil
+	}
+	out := &CatalogMetadataList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	if l.Items != nil {
+		out.Items = make([]CatalogMetadata, len(l.Items))
+		for i := range l.Items {
+			l.Items[i].DeepCopyInto(&out.Items[i])
+		}
+	}
+	return out
+}
+
+// Field selector labels.
+const (
+	fieldCatalog = "spec.catalog"
+	fieldSchema  = "spec.schema"
+	fieldPackage = "spec.package"
+	fieldName    = "spec.name"
+)
+
+// AddToScheme registers CatalogMetadata (external and internal versions, one Go type), the meta types
+// the API server needs, and the field selectors it supports.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, gv := range []schema.GroupVersion{SchemeGroupVersion, internalGroupVersion} {
+		s.AddKnownTypes(gv, &CatalogMetadata{}, &CatalogMetadataList{})
+	}
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("CatalogMetadata"), func(label, value string) (string, string, error) {
+		switch label {
+		case "metadata.name", fieldCatalog, fieldSchema, fieldPackage, fieldName:
+			return label, value, nil
+		}
+		return "", "", fieldSelectorError(label)
+	})
+}

@@ -1,0 +1,138 @@
+package serve
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// Server runs the content endpoint. It is a controller-runtime Runnable that runs on every replica
+// (not only the leader): every replica serves its own store.
+type Server struct {
+	// Addr is the listen address, e.g. 127.0.0.1:7082.
+	Addr string
+	// CertFile and KeyFile are a PEM certificate and key, reloaded when they change. When both are
+	// empty and Insecure is false, a self-signed certificate is generated at start-up.
+	CertFile, KeyFile string
+	// Insecure serves plain HTTP. It must be asked for explicitly.
+	Insecure bool
+	Handler  http.Handler
+	Log      logr.Logger
+
+	// listener is set by Listen (tests listen on port 0 and read the address back).
+	listener net.Listener
+}
+
+// Validate checks the flag combination.
+func (s *Server) Validate() error {
+	if (s.CertFile == "") != (s.KeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file must be given together")
+	}
+	if s.Insecure && s.CertFile != "" {
+		return errors.New("--http-insecure cannot be combined with --tls-cert-file/--tls-key-file")
+	}
+	return nil
+}
+
+// Scheme is "http" or "https".
+func (s *Server) Scheme() string {
+	if s.Insecure {
+		return "http"
+	}
+	return "https"
+}
+
+// Listen binds the address; Start calls it when it was not called before.
+func (s *Server) Listen() (net.Addr, error) {
+	if s.listener == nil {
+		l, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s for the content endpoint (change --http-bind-address): %w", s.Addr, err)
+		}
+		s.listener = l
+	}
+	return s.listener.Addr(), nil
+}
+
+// NeedLeaderElection: every replica serves.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx is done.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if _, err := s.Listen(); err != nil {
+		return err
+	}
+	l := s.listener
+	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 10 * time.Second}
+	if !s.Insecure {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.CertFile != "" {
+			w, err := certwatcher.New(s.CertFile, s.KeyFile)
+			if err != nil {
+				return fmt.Errorf("loading --tls-cert-file %s / --tls-key-file %s: %w", s.CertFile, s.KeyFile, err)
+			}
+			go func() { _ = w.Start(ctx) }()
+			cfg.GetCertificate = w.GetCertificate
+		} else {
+			cert, err := selfSigned(l.Addr())
+			if err != nil {
+				return err
+			}
+			s.Log.Info("no --tls-cert-file given: serving content with a self-signed certificate")
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		l = tls.NewListener(l, cfg)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	s.Log.Info("serving catalog content", "address", s.listener.Addr().String(), "scheme", s.Scheme())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+}
+
+func selfSigned(addr net.Addr) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "catalogd"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "catalogd"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP != nil && !ta.IP.IsUnspecified() {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ta.IP)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

@@ -1,0 +1,289 @@
+package apply
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// DefaultChunkSize keeps each release Secret well under the API server's 1 MiB object limit.
+const DefaultChunkSize = 768 << 10
+
+const (
+	chunksAnnotation = "core.rukpak.io/release-chunks"
+	chunkOwner       = "rukpak-release-chunk"
+)
+
+// NewSecretsStorage is Helm release storage backed by Secrets in namespace, keeping at most
+// maxHistory revisions per release. A release whose encoding fits in one Secret is stored exactly as
+// Helm's own Secrets driver stores it (so `helm history` reads it); a larger one is split: the first
+// Secret holds the first chunk and says how many there are, the others hold the rest.
+func NewSecretsStorage(cs kubernetes.Interface, namespace string, maxHistory int) *storage.Storage {
+	s := storage.Init(&ChunkedSecrets{Client: cs.CoreV1().Secrets(namespace), ChunkSize: DefaultChunkSize})
+	s.MaxHistory = maxHistory
+	return s
+}
+
+// ChunkedSecrets is a Helm storage driver that splits large releases over several Secrets.
+type ChunkedSecrets struct {
+	Client    typedcorev1.SecretInterface
+	ChunkSize int
+}
+
+var _ driver.Driver = (*ChunkedSecrets)(nil)
+
+// Name implements driver.Driver.
+func (d *ChunkedSecrets) Name() string { return driver.SecretsDriverName }
+
+// Get implements driver.Driver.
+func (d *ChunkedSecrets) Get(key string) (*release.Release, error) {
+	s, err := d.Client.Get(context.TODO(), key, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, driver.ErrReleaseNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get: failed to get %q: %w", key, err)
+	}
+	return d.decodeSecret(s)
+}
+
+// List implements driver.Driver.
+func (d *ChunkedSecrets) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+	return d.list(labels.Set{"owner": "helm"}, filter)
+}
+
+// Query implements driver.Driver.
+func (d *ChunkedSecrets) Query(l map[string]string) ([]*release.Release, error) {
+	set := labels.Set{}
+	for k, v := range l {
+		set[k] = v
+	}
+	out, err := d.list(set, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return out, nil
+}
+
+func (d *ChunkedSecrets) list(set labels.Set, filter func(*release.Release) bool) ([]*release.Release, error) {
+	list, err := d.Client.List(context.TODO(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(set).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list: failed to list release Secrets: %w", err)
+	}
+	var out []*release.Release
+	for i := range list.Items {
+		r, err := d.decodeSecret(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if filter == nil || filter(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Create implements driver.Driver.
+func (d *ChunkedSecrets) Create(key string, rls *release.Release) error {
+	return d.write(key, rls, false)
+}
+
+// Update implements driver.Driver.
+func (d *ChunkedSecrets) Update(key string, rls *release.Release) error {
+	return d.write(key, rls, true)
+}
+
+// Delete implements driver.Driver.
+func (d *ChunkedSecrets) Delete(key string) (*release.Release, error) {
+	r, err := d.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.deleteChunks(key, 2); err != nil {
+		return nil, err
+	}
+	if err := d.Client.Delete(context.TODO(), key, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) error {
+	data, err := encodeRelease(rls)
+	if err != nil {
+		return fmt.Errorf("encoding release %q: %w", key, err)
+	}
+	size := d.ChunkSize
+	if size <= 0 {
+		size = DefaultChunkSize
+	}
+	var chunks []string
+	for len(data) > size {
+		chunks, data = append(chunks, data[:size]), data[size:]
+	}
+	chunks = append(chunks, data)
+
+	// The other chunks first, so that the head never points at chunks that do not exist yet.
+	for i := 1; i < len(chunks); i++ {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: chunkName(key, i+1), Labels: map[string]string{"owner": chunkOwner, "name": rls.Name}},
+			Type:       "helm.sh/release.v1.chunk",
+			Data:       map[string][]byte{"chunk": []byte(chunks[i])},
+		}
+		if err := d.put(s); err != nil {
+			return fmt.Errorf("storing chunk %d of release %q: %w", i+1, key, err)
+		}
+	}
+	head := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: key,
+			Labels: map[string]string{
+				"name": rls.Name, "owner": "helm", "status": string(rls.Info.Status), "version": strconv.Itoa(rls.Version),
+			},
+		},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": []byte(chunks[0])},
+	}
+	if len(chunks) > 1 {
+		head.Annotations = map[string]string{chunksAnnotation: strconv.Itoa(len(chunks))}
+	}
+	if update {
+		err = d.put(head)
+	} else {
+		_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return driver.ErrReleaseExists
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("storing release %q: %w", key, err)
+	}
+	return d.deleteChunks(key, len(chunks)+1)
+}
+
+// put creates s, or replaces it when it exists.
+func (d *ChunkedSecrets) put(s *corev1.Secret) error {
+	_, err := d.Client.Create(context.TODO(), s, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cur, err := d.Client.Get(context.TODO(), s.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.ResourceVersion = cur.ResourceVersion
+	_, err = d.Client.Update(context.TODO(), s, metav1.UpdateOptions{})
+	return err
+}
+
+// deleteChunks deletes the chunk Secrets of key numbered from and up.
+func (d *ChunkedSecrets) deleteChunks(key string, from int) error {
+	for i := from; ; i++ {
+		err := d.Client.Delete(context.TODO(), chunkName(key, i), metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("deleting chunk %d of release %q: %w", i, key, err)
+		}
+	}
+}
+
+func chunkName(key string, i int) string { return key + ".c" + strconv.Itoa(i) }
+
+func (d *ChunkedSecrets) decodeSecret(s *corev1.Secret) (*release.Release, error) {
+	data := string(s.Data["release"])
+	if n, _ := strconv.Atoi(s.Annotations[chunksAnnotation]); n > 1 {
+		var b bytes.Buffer
+		b.WriteString(data)
+		for i := 2; i <= n; i++ {
+			c, err := d.Client.Get(context.TODO(), chunkName(s.Name, i), metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("reading chunk %d of %d of release Secret %s: %w", i, n, s.Name, err)
+			}
+			b.Write(c.Data["chunk"])
+		}
+		data = b.String()
+	}
+	r, err := decodeRelease(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding release Secret %s: %w", s.Name, err)
+	}
+	r.Labels = map[string]string{}
+	for k, v := range s.Labels {
+		switch k {
+		case "name", "owner", "status", "version", "createdAt", "modifiedAt":
+		default:
+			r.Labels[k] = v
+		}
+	}
+	return r, nil
+}
+
+// encodeRelease is Helm's encoding: base64 of gzipped JSON.
+func encodeRelease(rls *release.Release) (string, error) {
+	j, err := json.Marshal(rls)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.Write(j); err != nil {
+		return "", err
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes()), nil
+}
+
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
+
+func decodeRelease(data string) (*release.Release, error) {
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 3 && bytes.Equal(b[:3], gzipMagic) {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		if b, err = io.ReadAll(r); err != nil {
+			return nil, err
+		}
+	}
+	var rls release.Release
+	if err := json.Unmarshal(b, &rls); err != nil {
+		return nil, err
+	}
+	return &rls, nil
+}
+
+// sortByVersion orders releases oldest first.
+func sortByVersion(rs []*release.Release) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Version < rs[j].Version })
+}

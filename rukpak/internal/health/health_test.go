@@ -1,0 +1,66 @@
+package health
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func obj(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestEvaluate(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, why string
+		ok             bool
+	}{
+		{name: "deployment available", ok: true, doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 2}, spec: {replicas: 2},
+			status: {observedGeneration: 2, updatedReplicas: 2, conditions: [{type: Available, status: "True"}]}}`},
+		{name: "deployment not available", why: "not Available: Deployment does not have minimum availability", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1},
+			status: {observedGeneration: 1, conditions: [{type: Available, status: "False", message: Deployment does not have minimum availability}]}}`},
+		{name: "deployment generation not observed", why: "has not observed generation 3", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 3},
+			status: {observedGeneration: 2, conditions: [{type: Available, status: "True"}]}}`},
+		{name: "deployment rolling out", why: "1 of 2 replicas updated", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1}, spec: {replicas: 2},
+			status: {observedGeneration: 1, updatedReplicas: 1, conditions: [{type: Available, status: "True"}]}}`},
+		{name: "statefulset ready", ok: true, doc: `{apiVersion: apps/v1, kind: StatefulSet, metadata: {generation: 1}, spec: {replicas: 1}, status: {observedGeneration: 1, readyReplicas: 1, updatedReplicas: 1}}`},
+		{name: "statefulset not ready", why: "0 of 3 replicas ready", doc: `{apiVersion: apps/v1, kind: StatefulSet, metadata: {generation: 1}, spec: {replicas: 3}, status: {observedGeneration: 1}}`},
+		{name: "daemonset ready", ok: true, doc: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {generation: 1}, status: {observedGeneration: 1, desiredNumberScheduled: 2, numberReady: 2, updatedNumberScheduled: 2}}`},
+		{name: "daemonset not ready", why: "1 of 2 pods ready", doc: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {generation: 1}, status: {observedGeneration: 1, desiredNumberScheduled: 2, numberReady: 1, updatedNumberScheduled: 2}}`},
+		{name: "crd established", ok: true, doc: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, status: {conditions: [{type: Established, status: "True"}]}}`},
+		{name: "crd not established", why: "not Established", doc: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, status: {conditions: [{type: NamesAccepted, status: "False", message: clash}]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, why := Evaluate(obj(t, tc.doc))
+			if ok != tc.ok || !strings.Contains(why, tc.why) {
+				t.Errorf("Evaluate = %v %q, want %v containing %q", ok, why, tc.ok, tc.why)
+			}
+		})
+	}
+}
+
+func TestWebhookServices(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		obj(t, `{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingWebhookConfiguration, metadata: {name: m},
+			webhooks: [{name: a, clientConfig: {service: {namespace: ns, name: svc}}}, {name: b, clientConfig: {service: {namespace: ns, name: svc}}},
+			{name: c, clientConfig: {url: "https://example.com"}}]}`),
+		obj(t, `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: w.example.com},
+			spec: {conversion: {strategy: Webhook, webhook: {clientConfig: {service: {namespace: ns, name: conv}}}}}}`),
+		obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}`),
+	}
+	got := WebhookServices(objs)
+	if len(got) != 2 || got[0].Name != "svc" || got[0].Caller != "MutatingWebhookConfiguration m" || got[1].Name != "conv" {
+		t.Errorf("WebhookServices = %+v", got)
+	}
+}

@@ -1,0 +1,221 @@
+package certs
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CA is the certificate authority the self-signed provider signs serving certificates with.
+type CA struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	Key     crypto.Signer
+	keyDER  []byte
+}
+
+// GenerateCA creates a new Ed25519 CA valid from notBefore for validity, returned as PEM. The
+// controller stores it (e.g. in a Secret of rukpak's namespace) and rotates it by generating a new
+// one before NotAfter; every serving certificate follows on the next render.
+func GenerateCA(commonName string, notBefore time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             notBefore,
+		NotAfter:              notBefore.Add(validity),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// ParseCA reads a CA certificate and its PKCS#8 private key from PEM.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, errors.New("CA certificate: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("CA certificate: not a CA (basicConstraints CA:TRUE missing)")
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, errors.New("CA key: no PEM block")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("CA key: %w", err)
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("CA key: %T cannot sign", k)
+	}
+	return &CA{Cert: cert, CertPEM: certPEM, Key: signer, keyDER: kb.Bytes}, nil
+}
+
+// SelfSigned signs serving certificates with a CA it is given. Rendering stays a pure function: the
+// serving key is derived from the CA key and the Service name, and the certificate takes its validity
+// from the CA, so the same CA renders byte-identical Secrets (no churn on every reconcile). With an
+// Ed25519 CA (GenerateCA) signatures are deterministic too; other CA key types work but produce a new
+// signature on every render. Rotation is the controller's job: it replaces the CA before it expires.
+type SelfSigned struct {
+	ca       *CA
+	previous []*CA
+}
+
+// NewSelfSigned returns the self-signed provider signing with ca. During a rotation the controller
+// passes the CAs it replaced as previous: they stay in caBundle (and ca.crt) so that the API server
+// keeps trusting pods that still serve a certificate of the old CA until the kubelet refreshes their
+// Secret volume. Drop a previous CA once every serving certificate it signed has been replaced.
+func NewSelfSigned(ca *CA, previous ...*CA) *SelfSigned {
+	return &SelfSigned{ca: ca, previous: previous}
+}
+
+// NeedsRotation reports whether the CA should be replaced at now: when less than a third of its
+// validity is left (or it is not valid yet or any more).
+func (ca *CA) NeedsRotation(now time.Time) bool {
+	total := ca.Cert.NotAfter.Sub(ca.Cert.NotBefore)
+	return now.Before(ca.Cert.NotBefore) || ca.Cert.NotAfter.Sub(now) < total/3
+}
+
+// trustBundle is the current CA followed by the previous ones, as concatenated PEM.
+func (s *SelfSigned) trustBundle() []byte {
+	out := append([]byte(nil), s.ca.CertPEM...)
+	for _, p := range s.previous {
+		if p != nil {
+			out = append(out, p.CertPEM...)
+		}
+	}
+	return out
+}
+
+var _ Provider = (*SelfSigned)(nil)
+
+// Name implements Provider.
+func (*SelfSigned) Name() string { return SelfSignedName }
+
+// Objects implements Provider: the serving Secret (type kubernetes.io/tls, with ca.crt).
+func (s *SelfSigned) Objects(svc Service) ([]client.Object, error) {
+	if s.ca == nil {
+		return nil, errors.New("self-signed certificate provider has no CA")
+	}
+	certPEM, keyPEM, err := s.servingCert(svc)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate for Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	sec := &corev1.Secret{
+		Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			corev1.TLSCertKey:       certPEM,
+			corev1.TLSPrivateKeyKey: keyPEM,
+			"ca.crt":                s.trustBundle(),
+		},
+	}
+	sec.Name, sec.Namespace = SecretName(svc.Name), svc.Namespace
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sec)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("v1")
+	u.SetKind("Secret")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return []client.Object{u}, nil
+}
+
+// ModifyService implements Provider: nothing to add.
+func (*SelfSigned) ModifyService(*corev1.Service) {}
+
+// CAInjection implements Provider: the CA certificate as caBundle.
+func (s *SelfSigned) CAInjection(Service) (Injection, error) {
+	if s.ca == nil {
+		return Injection{}, errors.New("self-signed certificate provider has no CA")
+	}
+	return Injection{CABundle: s.trustBundle()}, nil
+}
+
+func (s *SelfSigned) servingCert(svc Service) (certPEM, keyPEM []byte, err error) {
+	seed := sha256.New()
+	seed.Write(s.ca.keyDER)
+	seed.Write(s.ca.Cert.Raw)
+	seed.Write([]byte(svc.Namespace + "/" + svc.Name))
+	base := seed.Sum(nil)
+
+	key, err := deriveP256Key(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	serialSum := sha256.Sum256(append([]byte("serial:"), base...))
+	serial := new(big.Int).SetBytes(serialSum[:16])
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: svc.DNSNames()[0]},
+		DNSNames:     svc.DNSNames(),
+		NotBefore:    s.ca.Cert.NotBefore,
+		NotAfter:     s.ca.Cert.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.ca.Cert, &key.PublicKey, s.ca.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// deriveP256Key turns a seed into a valid P-256 private scalar, trying successive counters until
+// the candidate is in range (almost always the first).
+func deriveP256Key(seed []byte) (*ecdsa.PrivateKey, error) {
+	for i := uint32(0); i < 64; i++ {
+		var ctr [4]byte
+		binary.BigEndian.PutUint32(ctr[:], i)
+		h := sha256.Sum256(append(append([]byte("p256-key:"), seed...), ctr[:]...))
+		if k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), h[:]); err == nil {
+			return k, nil
+		}
+	}
+	return nil, errors.New("could not derive a P-256 key")
+}

@@ -1,0 +1,182 @@
+package registryv1
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/manifest"
+)
+
+// Annotation keys of metadata/annotations.yaml.
+const (
+	annotationsFile     = "metadata/annotations.yaml"
+	mediaTypeAnnotation = "operators.operatorframework.io.bundle.mediatype.v1"
+	manifestsAnnotation = "operators.operatorframework.io.bundle.manifests.v1"
+	packageAnnotation   = "operators.operatorframework.io.bundle.package.v1"
+	registryV1MediaType = "registry+v1"
+	defaultManifestsDir = "manifests"
+	csvKind             = "ClusterServiceVersion"
+	crdKind             = "CustomResourceDefinition"
+	apiextensionsGroup  = "apiextensions.k8s.io"
+	operatorsGroup      = "operators.coreos.com"
+)
+
+// supportedKinds are the kinds, besides the CSV and CRDs, that a registry+v1 bundle may carry in
+// manifests/ (the kinds OLM v0 installs from a bundle).
+var supportedKinds = map[schema.GroupKind]bool{
+	{Group: "", Kind: "Secret"}:                                      true,
+	{Group: "", Kind: "ConfigMap"}:                                   true,
+	{Group: "", Kind: "Service"}:                                     true,
+	{Group: "", Kind: "ServiceAccount"}:                              true,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               true,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
+	{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}:         true,
+	{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}:         true,
+	{Group: "monitoring.coreos.com", Kind: "PodMonitor"}:             true,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:                   true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              true,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              true,
+	{Group: "autoscaling.k8s.io", Kind: "VerticalPodAutoscaler"}:     true,
+	{Group: "console.openshift.io", Kind: "ConsoleYAMLSample"}:       true,
+	{Group: "console.openshift.io", Kind: "ConsoleQuickStart"}:       true,
+	{Group: "console.openshift.io", Kind: "ConsoleCLIDownload"}:      true,
+	{Group: "console.openshift.io", Kind: "ConsoleLink"}:             true,
+	{Group: "console.openshift.io", Kind: "ConsolePlugin"}:           true,
+}
+
+// bundle is a parsed registry+v1 bundle.
+type bundle struct {
+	pkg string
+	csv *operatorsv1alpha1.ClusterServiceVersion
+	// crds stay unstructured: they are the bulk of most bundles and are applied as they are.
+	crds  []manifest.Object
+	other []manifest.Object
+}
+
+// loadBundle reads metadata/annotations.yaml and every manifest of a registry+v1 bundle.
+func loadBundle(content fs.FS) (*bundle, error) {
+	b := &bundle{}
+	dir := defaultManifestsDir
+	data, err := fs.ReadFile(content, annotationsFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Bundles unpacked from some sources lack metadata/; manifests/ is the default.
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", annotationsFile, err)
+	default:
+		var a struct {
+			Annotations map[string]string `json:"annotations"`
+		}
+		if err := yaml.Unmarshal(data, &a); err != nil {
+			return nil, fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
+		}
+		if mt := a.Annotations[mediaTypeAnnotation]; mt != "" && mt != registryV1MediaType {
+			return nil, fmt.Errorf("%s: %s is %q, not %q; use the provisioner for that bundle format",
+				annotationsFile, mediaTypeAnnotation, mt, registryV1MediaType)
+		}
+		if m := strings.Trim(path.Clean(a.Annotations[manifestsAnnotation]), "/"); a.Annotations[manifestsAnnotation] != "" {
+			if m == "." || strings.HasPrefix(m, "..") {
+				return nil, fmt.Errorf("%s: %s %q must name a directory inside the bundle", annotationsFile, manifestsAnnotation, a.Annotations[manifestsAnnotation])
+			}
+			dir = m
+		}
+		b.pkg = a.Annotations[packageAnnotation]
+	}
+
+	objs, err := manifest.ReadDir(content, dir)
+	if err != nil {
+		return nil, err
+	}
+	var csvSource string
+	for _, o := range objs {
+		gk := o.Obj.GroupVersionKind().GroupKind()
+		switch {
+		case gk == schema.GroupKind{Group: operatorsGroup, Kind: csvKind}:
+			if b.csv != nil {
+				return nil, fmt.Errorf("%s: a second ClusterServiceVersion %q (the first is %q in %s); a bundle has exactly one",
+					o.Source(), o.Obj.GetName(), b.csv.Name, csvSource)
+			}
+			csv := &operatorsv1alpha1.ClusterServiceVersion{}
+			if err := fromUnstructured(o.Obj, csv); err != nil {
+				return nil, fmt.Errorf("%s: ClusterServiceVersion %q: %w", o.Source(), o.Obj.GetName(), err)
+			}
+			b.csv, csvSource = csv, o.Source()
+		case gk == schema.GroupKind{Group: apiextensionsGroup, Kind: crdKind}:
+			if v := o.Obj.GroupVersionKind().Version; v != "v1" {
+				return nil, fmt.Errorf("%s: CustomResourceDefinition %q is apiextensions.k8s.io/%s, which Kubernetes no longer serves; the bundle must use apiextensions.k8s.io/v1",
+					o.Source(), o.Obj.GetName(), v)
+			}
+			b.crds = append(b.crds, o)
+		case supportedKinds[gk]:
+			b.other = append(b.other, o)
+		default:
+			return nil, fmt.Errorf("%s: %s %q (%s) is not a kind a registry+v1 bundle may contain; supported kinds are ClusterServiceVersion, CustomResourceDefinition, %s",
+				o.Source(), gk.Kind, o.Obj.GetName(), o.Obj.GetAPIVersion(), strings.Join(supportedKindNames(), ", "))
+		}
+	}
+	if b.csv == nil {
+		return nil, fmt.Errorf("%s/ holds no ClusterServiceVersion (kind ClusterServiceVersion, apiVersion operators.coreos.com/v1alpha1); a registry+v1 bundle needs exactly one", dir)
+	}
+	have := map[string]bool{}
+	for _, c := range b.crds {
+		have[c.Obj.GetName()] = true
+	}
+	for _, owned := range b.csv.Spec.CustomResourceDefinitions.Owned {
+		if !have[owned.Name] {
+			return nil, fmt.Errorf("ClusterServiceVersion %q owns CustomResourceDefinition %q (spec.customresourcedefinitions.owned) but %s/ does not contain it; add the CRD to the bundle",
+				b.csv.Name, owned.Name, dir)
+		}
+	}
+	if b.pkg == "" {
+		b.pkg = b.csv.Name
+	}
+	return b, nil
+}
+
+func supportedKindNames() []string {
+	var out []string
+	for gk := range supportedKinds {
+		out = append(out, gk.Kind)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fromUnstructured converts through JSON so that unknown fields are ignored and type errors name the
+// field, as the API server would.
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("does not match its schema: %w", err)
+	}
+	return nil
+}
+
+// toUnstructured converts a typed object to the unstructured form every rendered object has.
+func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	return u, nil
+}

@@ -1,0 +1,211 @@
+package registryv1
+
+import (
+	"fmt"
+	"reflect"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// TargetNamespacesAnnotation is set on every Deployment and its pod template; operators read it
+// through the downward API to learn which namespaces to watch ("" means all).
+const TargetNamespacesAnnotation = "olm.targetNamespaces"
+
+// droppedCSVAnnotations are CSV annotations that OLM does not copy onto the operator's pods.
+var droppedCSVAnnotations = map[string]bool{
+	"kubectl.kubernetes.io/last-applied-configuration": true,
+	"operatorframework.io/properties":                  true,
+	"olm.operatorGroup":                                true,
+	"olm.operatorNamespace":                            true,
+	"olm.targetNamespaces":                             true,
+}
+
+// deploymentOverrides is the deploymentConfig of a BundleDeployment. It mirrors OLM v0's
+// Subscription.spec.config; fields the API does not carry yet stay empty.
+type deploymentOverrides struct {
+	Env          []corev1.EnvVar
+	EnvFrom      []corev1.EnvFromSource
+	Resources    *corev1.ResourceRequirements
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	Affinity     *corev1.Affinity
+	Volumes      []corev1.Volume
+	VolumeMounts []corev1.VolumeMount
+	Annotations  map[string]string
+}
+
+func overridesFromAPI(c *rukpakv1alpha1.DeploymentConfig) *deploymentOverrides {
+	if c == nil {
+		return nil
+	}
+	return &deploymentOverrides{
+		Env:          c.Env,
+		Resources:    c.Resources,
+		NodeSelector: c.NodeSelector,
+		Tolerations:  c.Tolerations,
+		Affinity:     c.Affinity,
+		EnvFrom:      c.EnvFrom,
+		Volumes:      c.Volumes,
+		VolumeMounts: c.VolumeMounts,
+		Annotations:  c.Annotations,
+	}
+}
+
+// buildDeployments turns the CSV's install strategy into Deployments in installNamespace.
+func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, mode installMode, cfg *deploymentOverrides) ([]*appsv1.Deployment, error) {
+	if csv.Spec.InstallStrategy.StrategyName != "" && csv.Spec.InstallStrategy.StrategyName != operatorsv1alpha1.InstallStrategyNameDeployment {
+		return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.strategy %q is not supported; only %q is",
+			csv.Name, csv.Spec.InstallStrategy.StrategyName, operatorsv1alpha1.InstallStrategyNameDeployment)
+	}
+	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.spec.deployments is empty; the operator has nothing to run", csv.Name)
+	}
+	seen := map[string]bool{}
+	out := make([]*appsv1.Deployment, 0, len(specs))
+	for i, s := range specs {
+		if s.Name == "" {
+			return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.spec.deployments[%d] has no name", csv.Name, i)
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("ClusterServiceVersion %q: deployment %q is declared twice in spec.install.spec.deployments", csv.Name, s.Name)
+		}
+		seen[s.Name] = true
+		d := &appsv1.Deployment{}
+		d.Name = s.Name
+		d.Namespace = installNamespace
+		d.Labels = copyMap(s.Label)
+		d.Spec = *s.Spec.DeepCopy()
+
+		tmpl := &d.Spec.Template
+		podAnnotations := map[string]string{}
+		for k, v := range csv.Annotations {
+			if !droppedCSVAnnotations[k] {
+				podAnnotations[k] = v
+			}
+		}
+		for k, v := range tmpl.Annotations {
+			podAnnotations[k] = v
+		}
+		podAnnotations[TargetNamespacesAnnotation] = mode.TargetNamespacesAnnotation()
+		tmpl.Annotations = podAnnotations
+		d.Annotations = map[string]string{TargetNamespacesAnnotation: mode.TargetNamespacesAnnotation()}
+
+		if err := applyOverrides(d, cfg); err != nil {
+			return nil, fmt.Errorf("deploymentConfig for deployment %q: %w", d.Name, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// applyOverrides merges deploymentConfig into one Deployment with OLM v0 Subscription.spec.config
+// semantics: env replaces variables of the same name and appends others; envFrom, tolerations are
+// appended (without duplicates); resources replace every container's; nodeSelector replaces;
+// affinity replaces the node/pod/podAnti affinity it sets; volumes and volumeMounts replace entries of
+// the same name and append others; annotations are added to the Deployment and its pods without
+// overriding what the bundle sets.
+func applyOverrides(d *appsv1.Deployment, c *deploymentOverrides) error {
+	if c == nil {
+		return nil
+	}
+	pod := &d.Spec.Template.Spec
+	for i := range pod.Containers {
+		ctr := &pod.Containers[i]
+		ctr.Env = mergeEnv(ctr.Env, c.Env)
+		ctr.EnvFrom = appendUnique(ctr.EnvFrom, c.EnvFrom)
+		if c.Resources != nil {
+			ctr.Resources = *c.Resources.DeepCopy()
+		}
+		ctr.VolumeMounts = mergeByName(ctr.VolumeMounts, c.VolumeMounts, func(m corev1.VolumeMount) string { return m.Name })
+	}
+	if c.NodeSelector != nil {
+		pod.NodeSelector = copyMap(c.NodeSelector)
+	}
+	pod.Tolerations = appendUnique(pod.Tolerations, c.Tolerations)
+	if c.Affinity != nil {
+		if pod.Affinity == nil {
+			pod.Affinity = &corev1.Affinity{}
+		}
+		if c.Affinity.NodeAffinity != nil {
+			pod.Affinity.NodeAffinity = c.Affinity.NodeAffinity.DeepCopy()
+		}
+		if c.Affinity.PodAffinity != nil {
+			pod.Affinity.PodAffinity = c.Affinity.PodAffinity.DeepCopy()
+		}
+		if c.Affinity.PodAntiAffinity != nil {
+			pod.Affinity.PodAntiAffinity = c.Affinity.PodAntiAffinity.DeepCopy()
+		}
+	}
+	pod.Volumes = mergeByName(pod.Volumes, c.Volumes, func(v corev1.Volume) string { return v.Name })
+	for k, v := range c.Annotations {
+		if k == TargetNamespacesAnnotation {
+			return fmt.Errorf("annotation %q is set by rukpak from watchNamespaces and cannot be overridden", k)
+		}
+		if _, ok := d.Annotations[k]; !ok {
+			d.Annotations[k] = v
+		}
+		if _, ok := d.Spec.Template.Annotations[k]; !ok {
+			d.Spec.Template.Annotations[k] = v
+		}
+	}
+	return nil
+}
+
+func mergeEnv(have, add []corev1.EnvVar) []corev1.EnvVar {
+	return mergeByName(have, add, func(e corev1.EnvVar) string { return e.Name })
+}
+
+// mergeByName replaces the entries of have whose name is in add, keeping their position, and
+// appends the rest of add in order.
+func mergeByName[T any](have, add []T, name func(T) string) []T {
+	if len(add) == 0 {
+		return have
+	}
+	idx := map[string]int{}
+	out := append([]T(nil), have...)
+	for i, h := range out {
+		idx[name(h)] = i
+	}
+	for _, a := range add {
+		if i, ok := idx[name(a)]; ok {
+			out[i] = a
+			continue
+		}
+		idx[name(a)] = len(out)
+		out = append(out, a)
+	}
+	return out
+}
+
+func appendUnique[T any](have, add []T) []T {
+	if len(add) == 0 {
+		return have
+	}
+	out := append([]T(nil), have...)
+next:
+	for _, a := range add {
+		for _, h := range out {
+			if reflect.DeepEqual(a, h) {
+				continue next
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReasonUnpackFailed is the condition reason every unpack error carries: the Unpacked condition of a
+// Catalog or BundleDeployment is False with this reason and Error's message.
+const ReasonUnpackFailed = "UnpackFailed"
+
+// Kind classifies an unpack failure more finely than the condition reason: use it for metrics, logs
+// and tests (the message already says what to fix).
+type Kind string
+
+const (
+	// KindInvalidSource: the source in the spec cannot work as written (a malformed image reference
+	// or URL, an unsupported scheme, a bad path). Fix the spec.
+	KindInvalidSource Kind = "InvalidSource"
+	// KindNotFound: something the source names does not exist: an image, tag or digest; a URL; a
+	// ConfigMap or Secret; a git branch, tag, commit or directory. It may appear later.
+	KindNotFound Kind = "NotFound"
+	// KindUnauthorized: the server refused the credentials, or there were none and it wants some.
+	KindUnauthorized Kind = "Unauthorized"
+	// KindUnreachable: the server could not be reached, timed out, or answered with a server error.
+	KindUnreachable Kind = "Unreachable"
+	// KindInvalidContent: the content was fetched but is unsafe or malformed: tar entries escaping
+	// the content directory, symlinks or hardlinks pointing outside it, an artifact of the wrong
+	// kind, a missing directory inside an image.
+	KindInvalidContent Kind = "InvalidContent"
+	// KindTooLarge: the content exceeds Limits (bytes after decompression, or number of files).
+	KindTooLarge Kind = "TooLarge"
+	// KindDigestMismatch: bytes received from a registry do not match their digest (corruption in
+	// transit, or a registry that serves something other than what it claims).
+	KindDigestMismatch Kind = "DigestMismatch"
+	// KindInternal: a local failure (disk full, permissions of the cache directory, a misconfigured
+	// Unpacker).
+	KindInternal Kind = "Internal"
+)
+
+// Error is the error every Unpack returns. Its message names the image, URL, ConfigMap, Secret or
+// repository involved and the spec field to check, so a controller can put it in a condition as is.
+type Error struct {
+	// Kind classifies the failure.
+	Kind Kind
+	// Reason is the condition reason to report (ReasonUnpackFailed).
+	Reason string
+	// Retryable is true when trying again later, with the same spec, can succeed: the server may
+	// come back, a missing object may be created, credentials may be fixed in their Secret. When
+	// false only a change of the spec (or of the content at its source) can help; controllers
+	// should report the error and wait for a change instead of retrying with backoff.
+	Retryable bool
+	// Message is the complete, actionable message.
+	Message string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// newError builds an Error. Kinds that describe the input itself are not retryable; kinds that
+// describe the environment are.
+func newError(kind Kind, err error, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	return &Error{
+		Kind:      kind,
+		Reason:    ReasonUnpackFailed,
+		Retryable: retryableKind(kind),
+		Message:   msg,
+		Err:       err,
+	}
+}
+
+func retryableKind(k Kind) bool {
+	switch k {
+	case KindInvalidSource, KindInvalidContent, KindTooLarge:
+		return false
+	}
+	return true
+}
+
+// IsRetryable reports whether err (or an Error it wraps) can be fixed by retrying later with the
+// same spec. Errors that are not an *Error are assumed retryable.
+func IsRetryable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable
+	}
+	return err != nil
+}
+
+// KindOf returns the Kind of err, or KindInternal when err is not an *Error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// asError returns err when it already is an *Error (keeping its message), and otherwise classifies
+// it with the given fallback kind and message prefix.
+func asError(err error, fallback Kind, format string, args ...any) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return newError(fallback, err, "%s: %v", fmt.Sprintf(format, args...), err)
+}
+
+// timeoutError explains that ctx ran out while fetching what.
+func timeoutError(ctx context.Context, err error, timeout time.Duration, what, field string) *Error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return newError(KindUnreachable, err, "fetching %s was canceled", what)
+	}
+	return newError(KindUnreachable, err, "fetching %s timed out after %s (is the server reachable and answering? check %s)", what, timeout, field)
+}

@@ -1,0 +1,171 @@
+// Package controller runs rukpak's BundleDeployment controller against a real kube-apiserver and etcd
+// (envtest): install, upgrade, a failed upgrade rolled back, drift reverted, prune, health,
+// uninstall and the CRD upgrade-safety preflight. Bundles are plain bundles in temporary
+// directories, served by a test Unpacker; rendering and applying are the real ones.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/apply"
+	"github.com/olmv1/olmv1/rukpak/internal/controller"
+	"github.com/olmv1/olmv1/rukpak/internal/preflight"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
+)
+
+const systemNamespace = "olmv1-system"
+
+var (
+	k8s       client.Client
+	clientset kubernetes.Interface
+	bundles   = &dirUnpacker{refs: map[string]string{}}
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "FAIL: KUBEBUILDER_ASSETS is not set: run `make test-integration` or export KUBEBUILDER_ASSETS=$(bin/olmv1-dev build)")
+		os.Exit(1)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	logf.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, rukpakv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd from KUBEBUILDER_ASSETS=%s: %v\n", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 200, 400
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	clientset = kubernetes.NewForConfigOrDie(cfg)
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r := &controller.BundleDeploymentReconciler{
+		Client:         mgr.GetClient(),
+		EndpointReader: k8s,
+		Unpacker:       bundles,
+		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
+			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
+		},
+		Engine: &apply.Engine{
+			Client:  k8s,
+			Scheme:  scheme,
+			Storage: apply.NewSecretsStorage(clientset, systemNamespace, 10),
+		},
+		Preflight: preflight.CRDUpgradeSafety(k8s),
+		Namespace: systemNamespace,
+		Recorder:  mgr.GetEventRecorderFor("rukpak"),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// dirUnpacker serves image refs from local directories: the test writes a bundle directory and
+// points an image ref at it.
+type dirUnpacker struct {
+	mu   sync.Mutex
+	refs map[string]string
+	errs map[string]error
+}
+
+func (d *dirUnpacker) set(ref, dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refs[ref] = dir
+}
+
+func (d *dirUnpacker) Unpack(_ context.Context, _ string, src rukpakv1alpha1.Source, _ source.Options) (*source.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if src.Image == nil {
+		return nil, fmt.Errorf("test unpacker: only Image sources")
+	}
+	dir, ok := d.refs[src.Image.Ref]
+	if !ok {
+		return nil, fmt.Errorf("image %q not found in registry (check spec.source.image.ref)", src.Image.Ref)
+	}
+	return &source.Result{Dir: dir, ResolvedSource: rukpakv1alpha1.ResolvedSource{
+		Type:  rukpakv1alpha1.SourceTypeImage,
+		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: src.Image.Ref + "@sha256:" + strings.Repeat("0", 64)},
+	}}, nil
+}
+
+func (d *dirUnpacker) Cleanup(context.Context, string) error { return nil }
+
+// writeBundle writes a plain bundle whose manifests/ holds the given files and serves it as ref.
+func writeBundle(t *testing.T, ref string, files map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, "manifests", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundles.set(ref, dir)
+}
