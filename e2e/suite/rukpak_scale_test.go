@@ -108,4 +108,3 @@ func procStats(pid int) (rssMB, cpuSeconds float64) {
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return rssMB, (utime + stime) / 100 // USER_HZ is 100 on Linux
 }
-

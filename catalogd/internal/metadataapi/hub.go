@@ -2,6 +2,7 @@ package metadataapi
 
 import (
 	"crypto/sha256"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"sort"
 	"strconv"
 	"sync"
@@ -80,7 +81,7 @@ func (h *Hub) ResourceVersion() uint64 {
 func (h *Hub) Notify(catalog string) error {
 	type change struct {
 		typ watch.EventType
-		obj *CatalogMetadata
+		obj *metadatav1alpha1.CatalogMetadata
 	}
 	next := map[string]*entry{}
 	var changes []change
@@ -168,15 +169,15 @@ func (h *Hub) objectRV(name string) uint64 {
 	return 0
 }
 
-func newObject(name string, e *entry, content []byte) *CatalogMetadata {
-	obj := &CatalogMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "CatalogMetadata"},
+func newObject(name string, e *entry, content []byte) *metadatav1alpha1.CatalogMetadata {
+	obj := &metadatav1alpha1.CatalogMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: metadatav1alpha1.SchemeGroupVersion.String(), Kind: "metadatav1alpha1.CatalogMetadata"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			ResourceVersion: strconv.FormatUint(e.rv, 10),
 			Labels:          objectLabels(e.catalog, e.schema, e.pkg, e.name),
 		},
-		Spec: CatalogMetadataSpec{Catalog: e.catalog, Schema: e.schema, Package: e.pkg, Name: e.name},
+		Spec: metadatav1alpha1.CatalogMetadataSpec{Catalog: e.catalog, Schema: e.schema, Package: e.pkg, Name: e.name},
 	}
 	if content != nil {
 		obj.Spec.Content = runtime.RawExtension{Raw: content}
@@ -188,7 +189,7 @@ func newObject(name string, e *entry, content []byte) *CatalogMetadata {
 // falls too far behind is closed so that its client lists again.
 type hubWatcher struct {
 	hub     *Hub
-	match   func(*CatalogMetadata) bool
+	match   func(*metadatav1alpha1.CatalogMetadata) bool
 	ch      chan watch.Event
 	once    sync.Once
 	stopped bool
@@ -196,7 +197,7 @@ type hubWatcher struct {
 
 const watchBuffer = 4096
 
-func (h *Hub) watch(match func(*CatalogMetadata) bool, initial []*CatalogMetadata) *hubWatcher {
+func (h *Hub) watch(match func(*metadatav1alpha1.CatalogMetadata) bool, initial []*metadatav1alpha1.CatalogMetadata) *hubWatcher {
 	w := &hubWatcher{hub: h, match: match, ch: make(chan watch.Event, watchBuffer+len(initial))}
 	for _, obj := range initial {
 		w.ch <- watch.Event{Type: watch.Added, Object: obj}
@@ -207,7 +208,7 @@ func (h *Hub) watch(match func(*CatalogMetadata) bool, initial []*CatalogMetadat
 
 // send is called with the hub locked.
 func (w *hubWatcher) send(ev watch.Event) {
-	if w.stopped || !w.match(ev.Object.(*CatalogMetadata)) {
+	if w.stopped || !w.match(ev.Object.(*metadatav1alpha1.CatalogMetadata)) {
 		return
 	}
 	select {

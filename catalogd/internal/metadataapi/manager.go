@@ -13,7 +13,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 )
 
-// AddToManager runs the CatalogMetadata API server over store as part of mgr: the server itself, the
+// AddToManager runs the metadatav1alpha1.CatalogMetadata API server over store as part of mgr: the server itself, the
 // loop that turns store changes into watch events, and (unless reg.Mode is "none") the APIService
 // registration with kube-apiserver.
 func AddToManager(mgr ctrl.Manager, store *storage.Store, o ServerOptions, reg Registration) error {

@@ -3,14 +3,13 @@ package metadataapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// ObjectName is the name of a blob's CatalogMetadata object. FBC names may hold any characters and be
+// ObjectName is the name of a blob's metadatav1alpha1.CatalogMetadata object. FBC names may hold any characters and be
 // of any length, so the name is a readable, sanitised prefix plus a hash of the exact identity:
 //
 //	<catalog>.<schema without "olm.">.<package>.<name>-<first 10 hex of sha256(catalog\x00schema\x00package\x00name)>
@@ -65,9 +64,4 @@ func objectLabels(catalog, schema, pkg, name string) labels.Set {
 		}
 	}
 	return set
-}
-
-func fieldSelectorError(label string) error {
-	return fmt.Errorf("field selector %q is not supported for catalogmetadata (use metadata.name, %s, %s, %s or %s)",
-		label, fieldCatalog, fieldSchema, fieldPackage, fieldName)
 }

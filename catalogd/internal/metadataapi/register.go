@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"strconv"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // APIServiceName is the name of the APIService that registers this API with kube-apiserver.
-var APIServiceName = SchemeGroupVersion.Version + "." + GroupName
+var APIServiceName = metadatav1alpha1.SchemeGroupVersion.Version + "." + metadatav1alpha1.GroupName
 
 // Registration says how kube-apiserver reaches the metadata API.
 type Registration struct {
@@ -85,8 +86,8 @@ func Register(ctx context.Context, c client.Client, r Registration, caBundle []b
 	as.SetKind("APIService")
 	as.SetName(APIServiceName)
 	spec := map[string]interface{}{
-		"group":                GroupName,
-		"version":              SchemeGroupVersion.Version,
+		"group":                metadatav1alpha1.GroupName,
+		"version":              metadatav1alpha1.SchemeGroupVersion.Version,
 		"groupPriorityMinimum": int64(1000),
 		"versionPriority":      int64(15),
 		"caBundle":             caBundle,

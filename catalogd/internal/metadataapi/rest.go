@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"sort"
 	"strconv"
 
@@ -36,7 +37,7 @@ var (
 func NewREST(hub *Hub) *REST { return &REST{hub: hub} }
 
 // New implements rest.Storage.
-func (r *REST) New() runtime.Object { return &CatalogMetadata{} }
+func (r *REST) New() runtime.Object { return &metadatav1alpha1.CatalogMetadata{} }
 
 // Destroy implements rest.Storage.
 func (r *REST) Destroy() {}
@@ -48,7 +49,7 @@ func (r *REST) NamespaceScoped() bool { return false }
 func (r *REST) GetSingularName() string { return "catalogmetadata" }
 
 // NewList implements rest.Lister.
-func (r *REST) NewList() runtime.Object { return &CatalogMetadataList{} }
+func (r *REST) NewList() runtime.Object { return &metadatav1alpha1.CatalogMetadataList{} }
 
 // Get implements rest.Getter.
 func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -56,7 +57,7 @@ func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtim
 	if !ok {
 		return nil, apierrors.NewNotFound(Resource("catalogmetadata"), name)
 	}
-	var found *CatalogMetadata
+	var found *metadatav1alpha1.CatalogMetadata
 	err := r.hub.reader.Blobs(e.catalog, Filter{Schema: e.schema, Package: e.pkg, Name: e.name}, func(b Blob) error {
 		if ObjectName(e.catalog, b.Schema, b.Package, b.Name) == name && found == nil {
 			found = newObject(name, e, b.Content)
@@ -88,25 +89,25 @@ func newSelection(label labels.Selector, field fields.Selector) selection {
 	if field != nil {
 		s.fields = field
 	}
-	exact := func(fieldName, labelName string) string {
-		if v, ok := s.fields.RequiresExactMatch(fieldName); ok {
+	exact := func(field, labelName string) string {
+		if v, ok := s.fields.RequiresExactMatch(field); ok {
 			return v
 		}
 		v, _ := s.labels.RequiresExactMatch(labelName)
 		return v
 	}
-	s.catalog = exact(fieldCatalog, "catalog")
-	s.filter = Filter{Schema: exact(fieldSchema, "schema"), Package: exact(fieldPackage, "package"), Name: exact(fieldName, "name")}
+	s.catalog = exact(metadatav1alpha1.FieldCatalog, "catalog")
+	s.filter = Filter{Schema: exact(metadatav1alpha1.FieldSchema, "schema"), Package: exact(metadatav1alpha1.FieldPackage, "package"), Name: exact(metadatav1alpha1.FieldName, "name")}
 	return s
 }
 
-func (s selection) matches(obj *CatalogMetadata) bool {
+func (s selection) matches(obj *metadatav1alpha1.CatalogMetadata) bool {
 	return s.labels.Matches(labels.Set(obj.Labels)) && s.fields.Matches(fields.Set{
-		"metadata.name": obj.Name,
-		fieldCatalog:    obj.Spec.Catalog,
-		fieldSchema:     obj.Spec.Schema,
-		fieldPackage:    obj.Spec.Package,
-		fieldName:       obj.Spec.Name,
+		"metadata.name":               obj.Name,
+		metadatav1alpha1.FieldCatalog: obj.Spec.Catalog,
+		metadatav1alpha1.FieldSchema:  obj.Spec.Schema,
+		metadatav1alpha1.FieldPackage: obj.Spec.Package,
+		metadatav1alpha1.FieldName:    obj.Spec.Name,
 	})
 }
 
@@ -161,7 +162,7 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 	if sel.catalog != "" {
 		catalogs = filterCatalogs(catalogs, sel.catalog)
 	}
-	list := &CatalogMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(r.hub.ResourceVersion(), 10)}}
+	list := &metadatav1alpha1.CatalogMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(r.hub.ResourceVersion(), 10)}}
 	for _, c := range catalogs {
 		skip := 0
 		if cont != nil {
@@ -226,7 +227,7 @@ func (r *REST) Watch(_ context.Context, opts *metainternalversion.ListOptions) (
 	h := r.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var initial []*CatalogMetadata
+	var initial []*metadatav1alpha1.CatalogMetadata
 	switch rv {
 	case "", "0":
 		names := make([]string, 0, len(h.byName))

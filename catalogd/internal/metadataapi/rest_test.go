@@ -3,6 +3,7 @@ package metadataapi
 import (
 	"context"
 	"fmt"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"sort"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func newTestREST(t *testing.T) (*REST, *memReader, *Hub) {
 	return NewREST(h), r, h
 }
 
-func list(t *testing.T, r *REST, label, field string, limit int64, cont string) *CatalogMetadataList {
+func list(t *testing.T, r *REST, label, field string, limit int64, cont string) *metadatav1alpha1.CatalogMetadataList {
 	t.Helper()
 	opts := &metainternalversion.ListOptions{Limit: limit, Continue: cont}
 	if label != "" {
@@ -100,7 +101,7 @@ func list(t *testing.T, r *REST, label, field string, limit int64, cont string) 
 	if err != nil {
 		t.Fatalf("List(label=%q, field=%q): %v", label, field, err)
 	}
-	return obj.(*CatalogMetadataList)
+	return obj.(*metadatav1alpha1.CatalogMetadataList)
 }
 
 func mustParseSet(t *testing.T, s string) map[string]string {
@@ -112,7 +113,7 @@ func mustParseSet(t *testing.T, s string) map[string]string {
 	return set
 }
 
-func ids(l *CatalogMetadataList) []string {
+func ids(l *metadatav1alpha1.CatalogMetadataList) []string {
 	var out []string
 	for _, i := range l.Items {
 		out = append(out, i.Spec.Catalog+"/"+i.Spec.Schema+"/"+i.Spec.Name)
@@ -191,7 +192,7 @@ func TestGetAndNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := obj.(*CatalogMetadata)
+	got := obj.(*metadatav1alpha1.CatalogMetadata)
 	if string(got.Spec.Content.Raw) != `{"schema":"olm.bundle","package":"foo","name":"foo.v1.0.0"}` {
 		t.Errorf("content changed: %s", got.Spec.Content.Raw)
 	}
@@ -253,7 +254,7 @@ func TestWatchEvents(t *testing.T) {
 	for len(got) < 3 {
 		select {
 		case ev := <-w.ResultChan():
-			m := ev.Object.(*CatalogMetadata)
+			m := ev.Object.(*metadatav1alpha1.CatalogMetadata)
 			got[m.Spec.Schema+"/"+m.Spec.Name] = ev.Type
 		case <-time.After(5 * time.Second):
 			t.Fatalf("timed out; events so far %v", got)
@@ -296,8 +297,8 @@ func TestWatchEvents(t *testing.T) {
 	defer w2.Stop()
 	for i := 0; i < 3; i++ {
 		ev := <-w2.ResultChan()
-		if ev.Type != watch.Added || len(ev.Object.(*CatalogMetadata).Spec.Content.Raw) == 0 {
-			t.Fatalf("initial event %d = %s with content %q", i, ev.Type, ev.Object.(*CatalogMetadata).Spec.Content.Raw)
+		if ev.Type != watch.Added || len(ev.Object.(*metadatav1alpha1.CatalogMetadata).Spec.Content.Raw) == 0 {
+			t.Fatalf("initial event %d = %s with content %q", i, ev.Type, ev.Object.(*metadatav1alpha1.CatalogMetadata).Spec.Content.Raw)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package metadataapi
 import (
 	"context"
 	"fmt"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"net"
 	"os"
 	"path/filepath"
@@ -42,10 +43,10 @@ type Server struct {
 	CABundle []byte
 }
 
-// NewServer builds the CatalogMetadata API server over hub.
+// NewServer builds the metadatav1alpha1.CatalogMetadata API server over hub.
 func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	scheme := runtime.NewScheme()
-	if err := AddToScheme(scheme); err != nil {
+	if err := metadatav1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
@@ -92,8 +93,8 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
-	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{"catalogmetadata": NewREST(hub)}
+	group := genericapiserver.NewDefaultAPIGroupInfo(metadatav1alpha1.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
+	group.VersionedResourcesStorageMap[metadatav1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{"catalogmetadata": NewREST(hub)}
 	if err := srv.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package metadataapi
 
 import (
 	"context"
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +12,7 @@ import (
 
 // Resource qualifies a resource of this group.
 func Resource(resource string) schema.GroupResource {
-	return SchemeGroupVersion.WithResource(resource).GroupResource()
+	return metadatav1alpha1.SchemeGroupVersion.WithResource(resource).GroupResource()
 }
 
 var tableColumns = []metav1.TableColumnDefinition{
@@ -19,22 +20,22 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Schema", Type: "string", Description: "The blob's schema."},
 	{Name: "Package", Type: "string", Description: "The blob's package."},
 	{Name: "Name", Type: "string", Description: "The blob's name in the catalog."},
-	{Name: "Object", Type: "string", Priority: 1, Description: "The CatalogMetadata object name."},
+	{Name: "Object", Type: "string", Priority: 1, Description: "The metadatav1alpha1.CatalogMetadata object name."},
 }
 
 // ConvertToTable implements rest.TableConvertor: the columns kubectl get shows.
 func (r *REST) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: tableColumns}
-	add := func(m *CatalogMetadata) {
+	add := func(m *metadatav1alpha1.CatalogMetadata) {
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells:  []interface{}{m.Spec.Catalog, m.Spec.Schema, m.Spec.Package, m.Spec.Name, m.Name},
 			Object: runtime.RawExtension{Object: m},
 		})
 	}
 	switch o := object.(type) {
-	case *CatalogMetadata:
+	case *metadatav1alpha1.CatalogMetadata:
 		add(o)
-	case *CatalogMetadataList:
+	case *metadatav1alpha1.CatalogMetadataList:
 		for i := range o.Items {
 			add(&o.Items[i])
 		}

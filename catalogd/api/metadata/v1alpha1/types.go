@@ -1,10 +1,12 @@
-// Package metadataapi serves the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io/
-// v1alpha1) from catalogd's own content store: one read-only object per file-based catalog blob, with
-// get, list (label and field selectors, limit/continue) and watch, behind Kubernetes delegated
-// authentication and authorization. Nothing is stored in etcd.
-package metadataapi
+// Package v1alpha1 holds the types of the CatalogMetadata aggregated API
+// (metadata.catalogd.operatorframework.io/v1alpha1), which catalogd serves from its own content store:
+// one read-only object per file-based catalog blob. Clients (operator-controller, kubectl plugins) use
+// these types; the server is catalogd/internal/metadataapi.
+package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,9 +18,9 @@ const GroupName = "metadata.catalogd.operatorframework.io"
 // SchemeGroupVersion is the served version.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
-// internalGroupVersion registers the same Go types as the internal version: there is one version and
+// InternalGroupVersion registers the same Go types as the internal version: there is one version and
 // nothing to convert.
-var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
+var InternalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
 
 // CatalogMetadata is one blob (olm.package, olm.channel, olm.bundle, olm.deprecations, or any other
 // schema) of a catalog that catalogd serves.
@@ -88,26 +90,33 @@ func (l *CatalogMetadataList) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// Field selector labels.
+// Field selectors the API supports (besides metadata.name), and the labels it sets where the value is
+// a valid label value.
 const (
-	fieldCatalog = "spec.catalog"
-	fieldSchema  = "spec.schema"
-	fieldPackage = "spec.package"
-	fieldName    = "spec.name"
+	FieldCatalog = "spec.catalog"
+	FieldSchema  = "spec.schema"
+	FieldPackage = "spec.package"
+	FieldName    = "spec.name"
+
+	LabelCatalog = "catalog"
+	LabelSchema  = "schema"
+	LabelPackage = "package"
+	LabelName    = "name"
 )
 
 // AddToScheme registers CatalogMetadata (external and internal versions, one Go type), the meta types
 // the API server needs, and the field selectors it supports.
 func AddToScheme(s *runtime.Scheme) error {
-	for _, gv := range []schema.GroupVersion{SchemeGroupVersion, internalGroupVersion} {
+	for _, gv := range []schema.GroupVersion{SchemeGroupVersion, InternalGroupVersion} {
 		s.AddKnownTypes(gv, &CatalogMetadata{}, &CatalogMetadataList{})
 	}
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("CatalogMetadata"), func(label, value string) (string, string, error) {
 		switch label {
-		case "metadata.name", fieldCatalog, fieldSchema, fieldPackage, fieldName:
+		case "metadata.name", FieldCatalog, FieldSchema, FieldPackage, FieldName:
 			return label, value, nil
 		}
-		return "", "", fieldSelectorError(label)
+		return "", "", fmt.Errorf("field selector %q is not supported for catalogmetadata (use metadata.name, %s, %s, %s or %s)",
+			label, FieldCatalog, FieldSchema, FieldPackage, FieldName)
 	})
 }
