@@ -41,7 +41,7 @@ verify-generate: $(GEN_CONTROLLER_GEN) ## Fail when generated deepcopy code or C
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; stale=0; \
 	for m in $(GEN_MODULES); do \
 		cd "$(GEN_ROOT)/$$m"; \
-		for pkg in api/*/; do \
+		for pkg in $$(find api -name "*.go" -exec dirname {} \; | sort -u); do \
 			[ -d "$$pkg" ] || continue; pkg=$${pkg%/}; \
 			mkdir -p "$$tmp/$$m/$$pkg"; \
 			$(GEN_CONTROLLER_GEN) object paths=./$$pkg output:object:dir="$$tmp/$$m/$$pkg"; \
