@@ -1,7 +1,8 @@
 // Package v1alpha1 holds the types of the CatalogMetadata aggregated API
 // (metadata.catalogd.operatorframework.io/v1alpha1), which catalogd serves from its own content store:
 // one read-only object per file-based catalog blob. Clients (operator-controller, kubectl plugins) use
-// these types; the server is catalogd/internal/metadataapi.
+// these types; the server is catalogd/internal/metadataapi. It is not a CRD:
+// +kubebuilder:skip
 package v1alpha1
 
 import (
