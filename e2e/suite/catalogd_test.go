@@ -205,6 +205,51 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 		Expect(hashes[0]).NotTo(Equal(hashes[1]))
 		Expect(hashes[2]).To(Equal(hashes[0]), "A/B/A")
 	})
+
+	It("serves five copies of community-v4.20 with counts matching the files, and reports catalogd's RSS", Label("realdata", "slow"), func(ctx SpecContext) {
+		root := os.Getenv("OLMV1_TESTDATA")
+		if root == "" {
+			root = filepath.Join(env.repoRoot, "..", "shared", "testdata")
+		}
+		dir := filepath.Join(root, "catalogs", "community-v4.20")
+		if _, err := os.Stat(dir); err != nil {
+			Skip(fmt.Sprintf("real test data %s is absent (set OLMV1_TESTDATA): %v", dir, err))
+		}
+		img, err := imagebuild.CatalogImage(dir)
+		Expect(err).NotTo(HaveOccurred())
+		ref := env.registry.Addr + "/catalogs/community:v4.20"
+		_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+		Expect(err).NotTo(HaveOccurred())
+		for i := range 5 {
+			createCatalog(ctx, imageCatalog(fmt.Sprintf("community-%d", i), ref))
+		}
+		var hash string
+		for i := range 5 {
+			got := waitCondition(ctx, fmt.Sprintf("community-%d", i), "Serving", "True", "Serving")
+			counts, _, _ := unstructured.NestedMap(got.Object, "status", "counts")
+			Expect(counts).To(Equal(map[string]any{"packages": int64(37), "channels": int64(85), "bundles": int64(803)}))
+			h, _, _ := unstructured.NestedString(got.Object, "status", "contentHash")
+			if i > 0 {
+				Expect(h).To(Equal(hash), "same content, same hash")
+			}
+			hash = h
+		}
+		for _, c := range env.controllers {
+			if c.Name != "catalogd" {
+				continue
+			}
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.PID))
+			if err != nil {
+				Skip("cannot read catalogd's RSS: " + err.Error())
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
+					AddReportEntry("catalogd "+line, line)
+					fmt.Fprintf(GinkgoWriter, "catalogd serving 5 x community-v4.20: %s\n", line)
+				}
+			}
+		}
+	})
 })
 
 // freePortOutsideEphemeralRange picks a free 127.0.0.1 port below Linux's ephemeral range

@@ -86,7 +86,6 @@ var _ = Describe("rukpak at scale", Label("rukpak-scale"), Ordered, func() {
 		out := strings.Join(report, "\n")
 		AddReportEntry("rukpak scale", out)
 		fmt.Fprintln(GinkgoWriter, out)
-		_, _ = fmt.Fprintln(os.Stderr, out)
 	})
 })
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,10 @@ const Finalizer = "catalogd.operatorframework.io/delete-content"
 
 // CatalogReconciler reconciles Catalogs.
 type CatalogReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads Catalogs without the cache (start-up clean-up of orphaned content); defaults to
+	// the manager's API reader.
+	Reader   client.Reader
 	Unpacker source.Unpacker
 	Store    *storage.Store
 	// Namespace is where the ConfigMaps and Secrets named by sources are read from.
@@ -53,6 +57,12 @@ type CatalogReconciler struct {
 func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
+	if err := mgr.Add(orphanRemover{r: r}); err != nil {
+		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&catalogdv1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(
@@ -188,6 +198,9 @@ func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1a
 			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
 	}
 	content, err := r.Store.Put(cat.Name, parsed)
+	// The parsed catalog is garbage now and served content lives on disk: give the memory of the
+	// parse back to the OS, so that catalogd's resident set stays small between unpacks.
+	debug.FreeOSMemory()
 	if err != nil {
 		observe("store_failed")
 		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: storing the content: %v", cat.Generation, err)},

@@ -116,10 +116,13 @@ func New(root string) (*Store, error) {
 		if !d.IsDir() {
 			continue
 		}
-		target, err := os.Readlink(filepath.Join(root, d.Name(), currentLink))
+		catDir := filepath.Join(root, d.Name())
+		target, err := os.Readlink(filepath.Join(catDir, currentLink))
 		if err != nil {
 			continue // never completed a Put: nothing served
 		}
+		// Drop what a Put interrupted by a crash left behind.
+		removeExcept(catDir, target)
 		c, err := loadContent(filepath.Join(root, d.Name(), target))
 		if err != nil {
 			return nil, fmt.Errorf("loading the stored content of catalog %q: %w (remove %s to start afresh)", d.Name(), err, filepath.Join(root, d.Name()))
@@ -254,7 +257,7 @@ func removeExcept(catDir, keep string) {
 		return
 	}
 	for _, d := range ds {
-		if d.IsDir() && d.Name() != keep && !strings.HasPrefix(d.Name(), ".put-") {
+		if d.Name() != keep && d.Name() != currentLink {
 			_ = os.RemoveAll(filepath.Join(catDir, d.Name()))
 		}
 	}

@@ -172,3 +172,32 @@ func TestInvalidNames(t *testing.T) {
 		}
 	}
 }
+
+func TestNewRemovesLeftoversOfInterruptedPuts(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Put("cat", catalog(t, "0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash during a later Put leaves a temporary directory and an unlinked content directory.
+	for _, d := range []string{".put-123", "0123abcd"} {
+		if err := os.MkdirAll(filepath.Join(root, "cat", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s2.Get("cat"); !ok || got.Hash != c.Hash {
+		t.Fatalf("served after restart: %+v %v", got, ok)
+	}
+	ds, _ := os.ReadDir(filepath.Join(root, "cat"))
+	if len(ds) != 2 {
+		t.Errorf("catalog directory after restart: %v", ds)
+	}
+}

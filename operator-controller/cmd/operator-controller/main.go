@@ -3,17 +3,25 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
+	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
 
 func main() {
+	var pageSize int64
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
 		CRDs: []string{
@@ -23,8 +31,21 @@ func main() {
 		},
 		AddToScheme: []func(*runtime.Scheme) error{
 			operatorsv1alpha1.AddToScheme, catalogdv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme,
+			metadatav1alpha1.AddToScheme,
 		},
 		DefaultMetricsPort: 9443,
 		DefaultProbePort:   9081,
+		BindFlags: func(fs *flag.FlagSet) {
+			fs.Int64Var(&pageSize, "catalogmetadata-page-size", 500, "number of CatalogMetadata blobs per list request when reading a catalog")
+		},
+		ManagerOptions: func(o *ctrl.Options) { o.Cache = controller.CacheOptions() },
+		Setup: func(_ context.Context, mgr ctrl.Manager) error {
+			return (&controller.OperatorReconciler{
+				Client:    mgr.GetClient(),
+				APIReader: mgr.GetAPIReader(),
+				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: mgr.GetAPIReader(), PageSize: pageSize}},
+				Metrics:   controller.NewMetrics(crmetrics.Registry),
+			}).SetupWithManager(mgr)
+		},
 	}, os.Args[1:]))
 }

@@ -179,7 +179,7 @@ type GitSource struct {
 
 	// authSecret is the name of a Secret, in the controller's namespace, holding credentials for the
 	// repository: "username" and "password" (or a token as password) for http(s), or
-	// "ssh-privatekey" and optionally "known_hosts" for ssh. Anonymous access is used when empty.
+	// "ssh-privatekey" and "known_hosts" (required: host keys are never trusted on first use) for ssh. Anonymous access is used when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,7 @@ type flags struct {
 	namespace  string
 	cacheDir   string
 	maxHistory int
+	qps        float64
 	webhooks   webhookFlags
 }
 
@@ -40,6 +42,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"rukpak's namespace: Helm release Secrets are stored there, and Secrets and ConfigMaps named by bundle sources are read from it (created when missing)")
 	fs.StringVar(&f.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "olmv1-rukpak"), "directory where unpacked bundles are cached")
 	fs.IntVar(&f.maxHistory, "max-history", 10, "revisions kept per BundleDeployment (Helm release history); older ones are deleted")
+	fs.Float64Var(&f.qps, "kube-api-qps", 50, "requests per second to the API server for applying bundles and storing revisions (burst: twice as many)")
 	f.webhooks.bind(fs)
 }
 
@@ -58,7 +61,10 @@ func main() {
 }
 
 func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
-	cfg := mgr.GetConfig()
+	// Applying a bundle and storing its revision take a dozen requests: client-go's default of 5
+	// requests per second would make installing many bundles crawl.
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst = float32(f.qps), 2*int(f.qps)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +57,7 @@ func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) e
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, handler.EnqueueRequestsFromMapFunc(ownerRequest))); err != nil {
+		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, handler.EnqueueRequestsFromMapFunc(ownerRequest), appliedChanged{})); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
 		w.seen[gvk] = true
@@ -102,4 +103,30 @@ type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {
 	return e.ObjectNew != nil && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// appliedChanged passes the events of applied objects that can need a reconcile: deletions, changes
+// of their spec or metadata (drift), and status changes of the kinds health looks at. Creations are
+// rukpak's own applies.
+type appliedChanged struct{ predicate.Funcs }
+
+func (appliedChanged) Create(event.CreateEvent) bool { return false }
+
+func (appliedChanged) Update(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	if o == nil || n == nil {
+		return true
+	}
+	if n.GetGeneration() == 0 || o.GetGeneration() != n.GetGeneration() {
+		return true // kinds without a generation (ConfigMaps, Secrets, ...) or a changed spec
+	}
+	if !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
+		return true
+	}
+	gvk := n.GetObjectKind().GroupVersionKind()
+	switch gvk.Kind {
+	case "Deployment", "StatefulSet", "DaemonSet", "CustomResourceDefinition":
+		return true // status drives Healthy
+	}
+	return false
 }

@@ -28,6 +28,7 @@ type contentDir struct {
 	bytes    int64
 	entries  int
 	symlinks []string
+	buf      []byte
 }
 
 func openContentDir(dir string, limits Limits, what string) (*contentDir, error) {
@@ -152,7 +153,11 @@ func (c *contentDir) writeFile(name string, r io.Reader, mode fs.FileMode) error
 		return c.writeErr(name, err)
 	}
 	remaining := c.limits.MaxBytes - c.bytes
-	n, err := io.Copy(f, io.LimitReader(r, remaining+1))
+	if c.buf == nil {
+		c.buf = make([]byte, 64<<10)
+	}
+	// Hide (*os.File).ReadFrom, which would allocate a buffer per file.
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, io.LimitReader(r, remaining+1), c.buf)
 	c.bytes += n
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -65,7 +66,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // newError builds an Error. Kinds that describe the input itself are not retryable; kinds that
 // describe the environment are.
 func newError(kind Kind, err error, format string, args ...any) *Error {
-	msg := fmt.Sprintf(format, args...)
+	// Condition messages are one line; servers' error bodies often end in a newline.
+	msg := strings.Join(strings.FieldsFunc(fmt.Sprintf(format, args...), func(r rune) bool { return r == '\n' || r == '\r' }), " ")
 	return &Error{
 		Kind:      kind,
 		Reason:    ReasonUnpackFailed,

@@ -22,9 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	gitclient "github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -330,58 +328,6 @@ func writeGitEntry(repo *git.Repository, c *contentDir, rel string, entry object
 	return c.writeFile(rel, r, mode)
 }
 
-// gitAuth builds credentials from spec.source.git.authSecret: username/password (or a token as
-// password) for http(s), ssh-privatekey and known_hosts for ssh.
-func (u *DiskUnpacker) gitAuth(ctx context.Context, spec rukpakv1alpha1.GitSource, ep *transport.Endpoint, opts Options, tmp string) (transport.AuthMethod, error) {
-	if spec.AuthSecret == "" {
-		return nil, nil
-	}
-	const field = "spec.source.git.authSecret"
-	s, err := u.getSecret(ctx, opts.Namespace, spec.AuthSecret, field)
-	if err != nil {
-		return nil, err
-	}
-	switch ep.Protocol {
-	case "http", "https":
-		password := secretValue(s, "password")
-		if password == "" {
-			return nil, badSecret("Secret %q (%s) has no password key; for http(s) repositories set username and password (or a token as password)", s.Name, field)
-		}
-		username := secretValue(s, "username")
-		if username == "" {
-			username = "git"
-		}
-		return &githttp.BasicAuth{Username: username, Password: password}, nil
-	case "ssh":
-		key := s.Data["ssh-privatekey"]
-		if len(key) == 0 {
-			return nil, badSecret("Secret %q (%s) has no ssh-privatekey key; ssh repositories need a private key", s.Name, field)
-		}
-		knownHosts := s.Data["known_hosts"]
-		if len(knownHosts) == 0 {
-			return nil, badSecret("Secret %q (%s) has no known_hosts key: the server's host key must be known to trust it (add the output of `ssh-keyscan %s`)", s.Name, field, ep.Host)
-		}
-		user := ep.User
-		if user == "" {
-			user = "git"
-		}
-		auth, err := gitssh.NewPublicKeys(user, key, "")
-		if err != nil {
-			return nil, badSecret("Secret %q (%s): ssh-privatekey is not a usable private key: %v", s.Name, field, err)
-		}
-		f, err := writeTempFile(tmp, "known_hosts-", knownHosts)
-		if err != nil {
-			return nil, newError(KindInternal, err, "writing known_hosts: %v", err)
-		}
-		defer os.Remove(f)
-		if auth.HostKeyCallback, err = gitssh.NewKnownHostsCallback(f); err != nil {
-			return nil, badSecret("Secret %q (%s): known_hosts is not valid: %v", s.Name, field, err)
-		}
-		return auth, nil
-	}
-	return nil, newError(KindInvalidSource, nil, "%s: credentials are not supported for %s:// repositories (remove %s)", spec.Repository, ep.Protocol, field)
-}
-
 // classify turns a go-git error into an Error that says what to check.
 func (g *gitSource) classify(ctx context.Context, err error) *Error {
 	var e *Error
@@ -401,9 +347,17 @@ func (g *gitSource) classify(ctx context.Context, err error) *Error {
 		if g.spec.AuthSecret != "" {
 			hint = fmt.Sprintf("check the credentials in Secret %q, named by spec.source.git.authSecret", g.spec.AuthSecret)
 		}
-		return newError(KindUnauthorized, err, "%s refused access: %v (%s)", g.what, err, hint)
+		why := "authentication required"
+		if errors.Is(err, transport.ErrAuthorizationFailed) {
+			why = "authorization failed"
+		}
+		return newError(KindUnauthorized, err, "%s refused access (%s): %s", g.what, why, hint)
 	case isTLSError(err):
 		return newError(KindUnreachable, err, "%s: the server's TLS certificate is not trusted: %v", g.what, err)
+	case strings.Contains(err.Error(), "knownhosts:"):
+		return newError(KindUnauthorized, err, "%s: the server's ssh host key is not the one in known_hosts of Secret %q (spec.source.git.authSecret): %v", g.what, g.spec.AuthSecret, err)
+	case strings.Contains(err.Error(), "unable to authenticate"):
+		return newError(KindUnauthorized, err, "%s refused the ssh key in Secret %q (spec.source.git.authSecret): %v", g.what, g.spec.AuthSecret, err)
 	}
 	return newError(KindUnreachable, err, "fetching %s: %v", g.what, err)
 }

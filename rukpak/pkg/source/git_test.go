@@ -3,6 +3,7 @@ package source
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -209,6 +210,45 @@ func TestGitBasicAuthFromSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTree(t, res.Dir, "catalog.json=v1")
+}
+
+// ssh with a private key and known_hosts from a Secret.
+func TestGitSSHKeyFromSecret(t *testing.T) {
+	repo := newDemoRepo(t)
+	srv := sourcetest.NewSSHServer(t)
+	url := srv.Add("demo", repo.Repo)
+	other := sourcetest.NewSSHServer(t) // another host key, another client key
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace}, Type: corev1.SecretTypeSSHAuth, Data: data}
+	}
+	c := fakeClient(
+		secret("ssh-good", map[string][]byte{"ssh-privatekey": srv.ClientKeyPEM, "known_hosts": srv.KnownHosts}),
+		secret("ssh-no-known-hosts", map[string][]byte{"ssh-privatekey": srv.ClientKeyPEM}),
+		secret("ssh-wrong-host", map[string][]byte{"ssh-privatekey": srv.ClientKeyPEM, "known_hosts": []byte(strings.Replace(string(other.KnownHosts), other.Addr, srv.Addr, 1))}),
+		secret("ssh-wrong-key", map[string][]byte{"ssh-privatekey": other.ClientKeyPEM, "known_hosts": srv.KnownHosts}),
+	)
+	u := newTestUnpacker(t, c)
+	opts := Options{Namespace: testNamespace}
+	src := func(secret string) rukpakv1alpha1.Source {
+		s := gitSrc(url, rukpakv1alpha1.GitRef{Tag: "v1"}, "catalog")
+		s.Git.AuthSecret = secret
+		return s
+	}
+	res, err := u.Unpack(ctx(t), "c/ssh", src("ssh-good"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTree(t, res.Dir, "catalog.json=v1")
+	if res.ResolvedSource.Git.Commit != repo.c1 {
+		t.Errorf("commit %s, want %s", res.ResolvedSource.Git.Commit, repo.c1)
+	}
+
+	_, err = u.Unpack(ctx(t), "c/ssh2", src("ssh-no-known-hosts"), opts)
+	wantError(t, err, KindInvalidSource, `Secret "ssh-no-known-hosts" (spec.source.git.authSecret) has no known_hosts key`, "ssh-keyscan")
+	_, err = u.Unpack(ctx(t), "c/ssh2", src("ssh-wrong-host"), opts)
+	wantError(t, err, KindUnauthorized, `ssh host key is not the one in known_hosts of Secret "ssh-wrong-host"`)
+	_, err = u.Unpack(ctx(t), "c/ssh2", src("ssh-wrong-key"), opts)
+	wantError(t, err, KindUnauthorized, `refused the ssh key in Secret "ssh-wrong-key"`)
 }
 
 // file:// repositories are served in-process (no git binary).

@@ -38,12 +38,12 @@ type entry struct {
 	mode int64
 }
 
-func file(name, body string) entry    { return entry{name: name, body: body} }
-func dir(name string) entry           { return entry{name: name, typ: tar.TypeDir} }
-func symlink(name, to string) entry   { return entry{name: name, link: to, typ: tar.TypeSymlink} }
-func hardlink(name, to string) entry  { return entry{name: name, link: to, typ: tar.TypeLink} }
-func whiteout(name string) entry      { return entry{name: name} } // a .wh. file is an empty file
-func fifo(name string) entry          { return entry{name: name, typ: tar.TypeFifo} }
+func file(name, body string) entry     { return entry{name: name, body: body} }
+func dir(name string) entry            { return entry{name: name, typ: tar.TypeDir} }
+func symlink(name, to string) entry    { return entry{name: name, link: to, typ: tar.TypeSymlink} }
+func hardlink(name, to string) entry   { return entry{name: name, link: to, typ: tar.TypeLink} }
+func whiteout(name string) entry       { return entry{name: name} } // a .wh. file is an empty file
+func fifo(name string) entry           { return entry{name: name, typ: tar.TypeFifo} }
 func execFile(name, body string) entry { return entry{name: name, body: body, mode: 0o755} }
 
 func tarBytes(t testing.TB, entries ...entry) []byte {
@@ -215,6 +215,7 @@ func wantError(t testing.TB, err error, kind Kind, fragments ...string) *Error {
 	if e.Kind != kind {
 		t.Fatalf("got kind %s, want %s: %v", e.Kind, kind, err)
 	}
+	t.Logf("%s error (retryable=%v): %s", e.Kind, e.Retryable, e.Message)
 	if e.Reason != ReasonUnpackFailed {
 		t.Errorf("reason %q, want %q", e.Reason, ReasonUnpackFailed)
 	}
@@ -231,3 +232,5 @@ func ctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -40,10 +40,20 @@ type imageSource struct {
 	ref  name.Reference
 	opts []remote.Option
 	tmp  string // directory for downloaded layers
+
+	platform v1.Platform
+}
+
+func platformString(p v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
 }
 
 func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, opts Options) (*Result, error) {
-	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir)}
+	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform}
 	imageDir, err := cleanEntryName(strings.TrimPrefix(opts.ImageDir, "/"))
 	if err != nil {
 		return nil, newError(KindInternal, err, "source: Options.ImageDir %q: %v", opts.ImageDir, err)
@@ -55,9 +65,11 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	if s.ref, err = name.ParseReference(spec.Ref, nameOpts...); err != nil {
 		return nil, newError(KindInvalidSource, err, "%s is not a valid image reference: %v (check %s; expected e.g. quay.io/org/catalog:v1 or quay.io/org/catalog@sha256:<digest>)", s.what, err, imageRefField)
 	}
-	if s.opts, err = u.remoteOptions(ctx, spec, opts); err != nil {
+	var tr *http.Transport
+	if s.opts, tr, err = u.remoteOptions(ctx, spec, opts); err != nil {
 		return nil, err
 	}
+	defer tr.CloseIdleConnections()
 
 	digest, err := s.resolve(ctx)
 	if err != nil {
@@ -100,7 +112,7 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 
 // remoteOptions builds the registry options: transport with the source's TLS settings, pull
 // secret, platform and a short retry policy (the controller retries too).
-func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) ([]remote.Option, error) {
+func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) ([]remote.Option, *http.Transport, error) {
 	tr := u.cfg.Transport.Clone()
 	if spec.InsecureSkipTLSVerify {
 		if tr.TLSClientConfig == nil {
@@ -112,10 +124,10 @@ func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.Im
 	if spec.PullSecret != "" {
 		secret, err := u.getSecret(ctx, opts.Namespace, spec.PullSecret, "spec.source.image.pullSecret")
 		if err != nil {
-			return nil, err
+			return nil, tr, err
 		}
 		if keychain, err = pullSecretKeychain(secret); err != nil {
-			return nil, err
+			return nil, tr, err
 		}
 	}
 	return []remote.Option{
@@ -125,7 +137,7 @@ func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.Im
 		remote.WithPlatform(*u.cfg.Platform),
 		remote.WithUserAgent("olmv1-source"),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}),
-	}, nil
+	}, tr, nil
 }
 
 type anonymousKeychain struct{}
@@ -165,6 +177,9 @@ func (u *DiskUnpacker) pullImage(ctx context.Context, s *imageSource, digest nam
 	}
 	img, err := desc.Image()
 	if err != nil {
+		if desc.MediaType.IsIndex() {
+			return newError(KindInvalidContent, err, "%s is an image index without an image for %s (check %s): %v", s.what, platformString(s.platform), imageRefField, err)
+		}
 		return s.classify(ctx, err)
 	}
 	manifest, err := img.Manifest()
@@ -320,6 +335,8 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 		}
 	}
 	switch {
+	case strings.Contains(msg, "unsupported MediaType"):
+		return newError(KindInvalidContent, err, "%s: %v (check %s)", s.what, err, imageRefField)
 	case strings.Contains(msg, "does not match requested digest") || strings.Contains(msg, "error verifying sha256 checksum") ||
 		strings.Contains(msg, "error verifying size") || strings.Contains(msg, "does not match expected size"):
 		return newError(KindDigestMismatch, err, "%s: content from registry %s does not match its digest (corrupted in transit, or the registry serves different content than it claims): %v", s.what, registry, err)

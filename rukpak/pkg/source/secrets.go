@@ -8,11 +8,16 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // getSecret reads Secret secretName from opts' namespace; field is the spec field that names it.
@@ -142,4 +147,56 @@ func secretValue(s *corev1.Secret, key string) string {
 		return string(v)
 	}
 	return s.StringData[key]
+}
+
+// gitAuth builds credentials from spec.source.git.authSecret: username/password (or a token as
+// password) for http(s), ssh-privatekey and known_hosts for ssh.
+func (u *DiskUnpacker) gitAuth(ctx context.Context, spec rukpakv1alpha1.GitSource, ep *transport.Endpoint, opts Options, tmp string) (transport.AuthMethod, error) {
+	if spec.AuthSecret == "" {
+		return nil, nil
+	}
+	const field = "spec.source.git.authSecret"
+	s, err := u.getSecret(ctx, opts.Namespace, spec.AuthSecret, field)
+	if err != nil {
+		return nil, err
+	}
+	switch ep.Protocol {
+	case "http", "https":
+		password := secretValue(s, "password")
+		if password == "" {
+			return nil, badSecret("Secret %q (%s) has no password key; for http(s) repositories set username and password (or a token as password)", s.Name, field)
+		}
+		username := secretValue(s, "username")
+		if username == "" {
+			username = "git"
+		}
+		return &githttp.BasicAuth{Username: username, Password: password}, nil
+	case "ssh":
+		key := s.Data["ssh-privatekey"]
+		if len(key) == 0 {
+			return nil, badSecret("Secret %q (%s) has no ssh-privatekey key; ssh repositories need a private key", s.Name, field)
+		}
+		knownHosts := s.Data["known_hosts"]
+		if len(knownHosts) == 0 {
+			return nil, badSecret("Secret %q (%s) has no known_hosts key: the server's host key must be known to trust it (add the output of `ssh-keyscan %s`)", s.Name, field, ep.Host)
+		}
+		user := ep.User
+		if user == "" {
+			user = "git"
+		}
+		auth, err := gitssh.NewPublicKeys(user, key, "")
+		if err != nil {
+			return nil, badSecret("Secret %q (%s): ssh-privatekey is not a usable private key: %v", s.Name, field, err)
+		}
+		f, err := writeTempFile(tmp, "known_hosts-", knownHosts)
+		if err != nil {
+			return nil, newError(KindInternal, err, "writing known_hosts: %v", err)
+		}
+		defer os.Remove(f)
+		if auth.HostKeyCallback, err = gitssh.NewKnownHostsCallback(f); err != nil {
+			return nil, badSecret("Secret %q (%s): known_hosts is not valid: %v", s.Name, field, err)
+		}
+		return auth, nil
+	}
+	return nil, newError(KindInvalidSource, nil, "%s: credentials are not supported for %s:// repositories (remove %s)", spec.Repository, ep.Protocol, field)
 }

@@ -22,7 +22,7 @@ type Unpacker interface {
 // Options tune one Unpack call.
 type Options struct {
 	// ImageDir is the directory of an image to extract: "configs" for catalogs, "" (the image root)
-	// for bundles.
+	// for bundles. Its content lands at the root of Result.Dir. Other source types ignore it.
 	ImageDir string
 	// Namespace is where the ConfigMaps and Secrets named in the source are read from (the
 	// controller's own namespace).

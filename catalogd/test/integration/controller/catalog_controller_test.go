@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
@@ -211,6 +212,36 @@ func TestConditionsStaleServingAndHashABA(t *testing.T) {
 		t.Errorf("back to 0.1.0: hash %s, want %s (A/B/A)", cat.Status.ContentHash, hashA)
 	}
 
+	// Metrics: unpack results and content size.
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]uint64{}
+	var contentBytes float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch mf.GetName() {
+			case "catalogd_unpack_duration_seconds":
+				results[labels["result"]] += m.GetHistogram().GetSampleCount()
+			case "catalogd_content_bytes":
+				if labels["catalog"] == name {
+					contentBytes = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if results["success"] < 3 || results["invalid_catalog"] < 1 || results["unpack_failed"] < 1 {
+		t.Errorf("catalogd_unpack_duration_seconds counts by result: %v", results)
+	}
+	if contentBytes <= 0 {
+		t.Errorf("catalogd_content_bytes{catalog=%q} = %v", name, contentBytes)
+	}
+
 	// Every state change was reported as an Event.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -349,5 +380,24 @@ func TestDeletionCleansUp(t *testing.T) {
 	}
 	if code, _, _ := httpGet(t, env.http.URL+"/catalogs/"+name+"/all.json"); code != http.StatusNotFound {
 		t.Errorf("GET all.json after deletion: %d", code)
+	}
+}
+
+// TestOrphanedContentRemoved: content stored for a catalog that does not exist (see TestMain) is
+// removed at start-up.
+func TestOrphanedContentRemoved(t *testing.T) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, ok := env.store.Get("orphan")
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphaned content is still stored")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(env.storeDir, "orphan")); !os.IsNotExist(err) {
+		t.Errorf("orphaned content directory remains: %v", err)
 	}
 }

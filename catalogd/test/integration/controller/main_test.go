@@ -21,6 +21,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
+	"github.com/olmv1/olmv1/catalogd/internal/fbc"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
@@ -64,6 +65,14 @@ func run(m *testing.M) (int, error) {
 	env.storeDir = filepath.Join(tmp, "storage")
 	env.store, err = storage.New(env.storeDir)
 	if err != nil {
+		return 0, err
+	}
+	// Content of a catalog that does not exist, as if its Catalog was removed while catalogd was down.
+	orphan, err := fbc.Load(context.Background(), os.DirFS(filepath.Join("testdata", "orphan")))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := env.store.Put("orphan", orphan); err != nil {
 		return 0, err
 	}
 	env.registry = newFakeRegistry(filepath.Join(tmp, "unpacked"))

@@ -1,0 +1,64 @@
+// Package catalogs reads the content of served Catalogs through the CatalogMetadata API and keeps it,
+// parsed and indexed for resolution, per catalog content hash: a catalog whose status.contentHash did
+// not change is not read again.
+package catalogs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
+)
+
+// ContentReader reads the file-based catalog content of one served Catalog.
+type ContentReader interface {
+	ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error)
+}
+
+// MetadataReader reads a catalog's blobs from catalogd's CatalogMetadata API (list with the field
+// selector spec.catalog=<name>, paginated).
+type MetadataReader struct {
+	// Client must read from the API server directly (e.g. the manager's API reader): CatalogMetadata
+	// is not cached.
+	Client client.Reader
+	// PageSize is the number of blobs per list request; 0 means 500.
+	PageSize int64
+}
+
+// ReadCatalog lists every blob of the catalog and assembles them into a DeclarativeConfig.
+func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error) {
+	limit := r.PageSize
+	if limit <= 0 {
+		limit = 500
+	}
+	var metas []*declcfg.Meta
+	cont := ""
+	for {
+		list := &metadatav1alpha1.CatalogMetadataList{}
+		opts := &client.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector(metadatav1alpha1.FieldCatalog, name),
+			Limit:         limit,
+			Continue:      cont,
+		}
+		if err := r.Client.List(ctx, list, opts); err != nil {
+			return nil, fmt.Errorf("catalog %q: listing CatalogMetadata (is catalogd serving the metadata.catalogd.operatorframework.io API? check `kubectl get apiservices`): %w", name, err)
+		}
+		for i := range list.Items {
+			s := &list.Items[i].Spec
+			metas = append(metas, &declcfg.Meta{Schema: s.Schema, Package: s.Package, Name: s.Name, Blob: s.Content.Raw})
+		}
+		cont = list.Continue
+		if cont == "" {
+			break
+		}
+	}
+	cfg, err := declcfg.LoadSlice(metas)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: parsing its %d blobs: %w", name, len(metas), err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// provisionerFor maps a bundle's olm.bundle.mediatype to the rukpak provisioner that installs it.
+func provisionerFor(mediaType string) (rukpakv1alpha1.ProvisionerClassName, error) {
+	switch mt := strings.ToLower(strings.TrimSpace(mediaType)); {
+	case mt == "" || strings.HasPrefix(mt, "registry"):
+		return rukpakv1alpha1.ProvisionerRegistry, nil
+	case strings.HasPrefix(mt, "plain"):
+		return rukpakv1alpha1.ProvisionerPlain, nil
+	case strings.HasPrefix(mt, "helm"):
+		return rukpakv1alpha1.ProvisionerHelm, nil
+	case strings.HasPrefix(mt, "kustomize"):
+		return rukpakv1alpha1.ProvisionerKustomize, nil
+	}
+	return "", fmt.Errorf("olm.bundle.mediatype %q is not supported (want registry+v1, plain+v0, helm or kustomize)", mediaType)
+}
+
+// installNamespace picks the namespace to install into: the one already chosen (status), else
+// spec.installNamespace, else the bundle's suggested namespace, else the package name.
+func installNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
+	switch {
+	case op.Status.InstallNamespace != "":
+		return op.Status.InstallNamespace
+	case op.Spec.InstallNamespace != "":
+		return op.Spec.InstallNamespace
+	case b != nil && b.SuggestedNamespace != "":
+		return b.SuggestedNamespace
+	}
+	return op.Spec.PackageName
+}
+
+// ownerRef makes obj owned (and garbage collected with) the Operator.
+func ownerRef(op *operatorsv1alpha1.Operator) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{
+		APIVersion: operatorsv1alpha1.GroupVersion.String(), Kind: "Operator", Name: op.Name, UID: op.UID,
+		Controller: &yes, BlockOwnerDeletion: &yes,
+	}
+}
+
+func ownerLabels(op *operatorsv1alpha1.Operator) map[string]string {
+	return map[string]string{LabelOwnerKind: "Operator", LabelOwnerName: op.Name}
+}
+
+// desiredBundleDeployment is the BundleDeployment that installs b for op into namespace ns.
+func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+	prov, err := provisionerFor(b.MediaType)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
+	}
+	var cfg *rukpakv1alpha1.BundleConfig
+	if op.Spec.Config != nil {
+		cfg = op.Spec.Config.DeepCopy()
+	}
+	if len(op.Spec.WatchNamespaces) > 0 {
+		if cfg == nil {
+			cfg = &rukpakv1alpha1.BundleConfig{}
+		}
+		cfg.WatchNamespaces = append([]string(nil), op.Spec.WatchNamespaces...)
+	}
+	return &rukpakv1alpha1.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            op.Name,
+			Labels:          ownerLabels(op),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
+			Annotations: map[string]string{
+				AnnotationPackage: b.Package, AnnotationBundleName: b.Name,
+				AnnotationBundleVersion: b.Version, AnnotationCatalog: b.Catalog,
+			},
+		},
+		Spec: rukpakv1alpha1.BundleDeploymentSpec{
+			ProvisionerClassName: prov,
+			Source: rukpakv1alpha1.Source{
+				Type:  rukpakv1alpha1.SourceTypeImage,
+				Image: &rukpakv1alpha1.ImageSource{Ref: b.Image},
+			},
+			InstallNamespace: ns,
+			Config:           cfg,
+		},
+	}, nil
+}
+
+// mergeBundleDeployment copies what operator-controller owns of want into have and reports whether
+// anything changed. Labels and annotations set by others are kept.
+func mergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
+	changed := false
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
+	}
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	for _, m := range []struct{ have, want map[string]string }{{have.Labels, want.Labels}, {have.Annotations, want.Annotations}} {
+		for k, v := range m.want {
+			if m.have[k] != v {
+				m.have[k] = v
+				changed = true
+			}
+		}
+	}
+	if !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+		have.Spec = want.Spec
+		changed = true
+	}
+	if len(have.OwnerReferences) == 0 {
+		have.OwnerReferences = want.OwnerReferences
+		changed = true
+	}
+	return changed
+}
+
+// desiredNamespace is the Namespace created for op when its install namespace does not exist.
+func desiredNamespace(op *operatorsv1alpha1.Operator, name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: ownerLabels(op), OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
+	}}
+}
+
+// bundleFromDeployment is the bundle a BundleDeployment installs, read from its annotations.
+func bundleFromDeployment(bd *rukpakv1alpha1.BundleDeployment) *operatorsv1alpha1.BundleMetadata {
+	if bd == nil || bd.Annotations[AnnotationBundleName] == "" {
+		return nil
+	}
+	md := &operatorsv1alpha1.BundleMetadata{
+		Name: bd.Annotations[AnnotationBundleName], Version: bd.Annotations[AnnotationBundleVersion],
+		Catalog: bd.Annotations[AnnotationCatalog],
+	}
+	if bd.Spec.Source.Image != nil {
+		md.Source = bd.Spec.Source.Image.Ref
+	}
+	return md
+}

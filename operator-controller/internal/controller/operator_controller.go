@@ -1,0 +1,308 @@
+// Package controller holds operator-controller's reconciler: for each Operator it fetches every
+// Operator, the serving Catalogs and the BundleDeployments, resolves them all together
+// (internal/resolve), then writes this Operator's Namespace, BundleDeployment and status.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
+	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// OperatorReconciler reconciles Operators.
+type OperatorReconciler struct {
+	// Client reads Operators, Catalogs and BundleDeployments (cached) and writes.
+	Client client.Client
+	// APIReader reads Namespaces directly from the API server (they are not cached).
+	APIReader client.Reader
+	// Catalogs reads and caches catalog content.
+	Catalogs *catalogs.Cache
+	// Metrics, when set, records resolution durations and Operator states.
+	Metrics *Metrics
+
+	mu       sync.Mutex
+	lastIdx  *olm.Index
+	lastReqs string
+	lastOut  map[string]resolve.Outcome
+}
+
+// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=core.rukpak.io,resources=bundledeployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=catalogd.operatorframework.io,resources=catalogs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=metadata.catalogd.operatorframework.io,resources=catalogmetadata,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;update
+
+// Reconcile runs the steps for one Operator: resolve → ensureNamespace → ensureBundleDeployment →
+// report status (one status write at the end).
+func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	l := log.FromContext(ctx)
+	op := &operatorsv1alpha1.Operator{}
+	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
+		if apierrors.IsNotFound(err) && r.Metrics != nil {
+			r.Metrics.Forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !op.DeletionTimestamp.IsZero() {
+		// The BundleDeployment and the Namespace created for the Operator are owned by it: the garbage
+		// collector removes them.
+		return ctrl.Result{}, nil
+	}
+	before := op.DeepCopy()
+
+	var obs observations
+	bd, err := r.currentBundleDeployment(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.bd = bd
+
+	outcome, err := r.resolve(ctx, op)
+	if err != nil {
+		obs.resolveErr = err
+	} else {
+		obs.outcome = &outcome
+	}
+
+	var stepErr error
+	if obs.outcome != nil && obs.outcome.Bundle != nil {
+		ns := installNamespace(op, obs.outcome.Bundle)
+		if bd != nil && bd.Spec.InstallNamespace != "" {
+			ns = bd.Spec.InstallNamespace
+		}
+		obs.namespace = ns
+		if err := r.ensureNamespace(ctx, op, ns); err != nil {
+			obs.applyErr, stepErr = err, err
+		} else if newBD, err := r.ensureBundleDeployment(ctx, op, bd, obs.outcome.Bundle, ns); err != nil {
+			obs.applyErr = err
+			var term *terminalError
+			if !errors.As(err, &term) {
+				stepErr = err
+			}
+		} else {
+			obs.bd = newBD
+		}
+	}
+
+	setStatus(op, obs)
+	if !equality.Semantic.DeepEqual(before.Status, op.Status) {
+		if err := r.Client.Status().Update(ctx, op); err != nil {
+			return ctrl.Result{}, fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
+		}
+	}
+	if r.Metrics != nil {
+		r.Metrics.observe(op)
+	}
+	if obs.resolveErr != nil {
+		l.Info("resolution could not run", "error", obs.resolveErr.Error())
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	return ctrl.Result{}, stepErr
+}
+
+// terminalError is an error that retrying cannot fix (e.g. an unsupported bundle media type).
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator) (*rukpakv1alpha1.BundleDeployment, error) {
+	bd := &rukpakv1alpha1.BundleDeployment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: op.Name}, bd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting BundleDeployment %q: %w", op.Name, err)
+	}
+	if !metav1.IsControlledBy(bd, op) {
+		return nil, fmt.Errorf("BundleDeployment %q exists but is not owned by Operator %q: delete or rename it", bd.Name, op.Name)
+	}
+	return bd, nil
+}
+
+// resolve resolves every Operator together and returns op's outcome. Results are reused while the
+// requests and the catalogs' content are unchanged.
+func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (resolve.Outcome, error) {
+	ops := &operatorsv1alpha1.OperatorList{}
+	if err := r.Client.List(ctx, ops); err != nil {
+		return resolve.Outcome{}, fmt.Errorf("listing Operators: %w", err)
+	}
+	cats := &catalogdv1alpha1.CatalogList{}
+	if err := r.Client.List(ctx, cats); err != nil {
+		return resolve.Outcome{}, fmt.Errorf("listing Catalogs: %w", err)
+	}
+	bdList := &rukpakv1alpha1.BundleDeploymentList{}
+	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}); err != nil {
+		return resolve.Outcome{}, fmt.Errorf("listing BundleDeployments: %w", err)
+	}
+	bds := map[string]*rukpakv1alpha1.BundleDeployment{}
+	for i := range bdList.Items {
+		bd := &bdList.Items[i]
+		if owner := metav1.GetControllerOf(bd); owner != nil && owner.Kind == "Operator" && owner.Name == bd.Labels[LabelOwnerName] {
+			bds[owner.Name] = bd
+		}
+	}
+	idx, _, err := r.Catalogs.Index(ctx, cats.Items)
+	if err != nil {
+		return resolve.Outcome{}, fmt.Errorf("reading catalog content: %w", err)
+	}
+	reqs, invalid := requests(ops.Items, bds, cats.Items)
+	if msg, bad := invalid[op.Name]; bad {
+		return resolve.Outcome{Message: msg}, nil
+	}
+
+	key := fingerprint(reqs)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
+		start := time.Now()
+		r.lastOut = resolve.Resolve(ctx, idx, reqs)
+		if r.Metrics != nil {
+			r.Metrics.ResolutionSeconds.Observe(time.Since(start).Seconds())
+		}
+		r.lastIdx, r.lastReqs = idx, key
+	}
+	o, ok := r.lastOut[op.Name]
+	if !ok {
+		return resolve.Outcome{}, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
+	}
+	return o, nil
+}
+
+// ensureNamespace creates the install namespace when it is missing, owned by and labelled for op, so
+// that it is removed with op. A namespace an earlier Operator created is shared: op becomes one more
+// owner. A namespace that existed before is left alone.
+func (r *OperatorReconciler) ensureNamespace(ctx context.Context, op *operatorsv1alpha1.Operator, name string) error {
+	ns := &corev1.Namespace{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, desiredNamespace(op, name)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating install namespace %q: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("getting install namespace %q: %w", name, err)
+	}
+	if ns.Labels[LabelOwnerKind] != "Operator" {
+		return nil
+	}
+	for _, ref := range ns.OwnerReferences {
+		if ref.UID == op.UID {
+			return nil
+		}
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("install namespace %q is being deleted (its Operator was removed): retrying once it is gone", name)
+	}
+	ref := ownerRef(op)
+	ref.Controller = nil
+	ns.OwnerReferences = append(ns.OwnerReferences, ref)
+	if err := r.Client.Update(ctx, ns); err != nil {
+		return fmt.Errorf("adding Operator %q as an owner of namespace %q: %w", op.Name, name, err)
+	}
+	return nil
+}
+
+// ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b.
+func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+	want, err := desiredBundleDeployment(op, b, ns)
+	if err != nil {
+		return have, &terminalError{err}
+	}
+	if have == nil {
+		if err := r.Client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err)
+		}
+		log.FromContext(ctx).Info("created BundleDeployment", "bundle", b.Name, "image", b.Image, "namespace", ns)
+		return want, nil
+	}
+	updated := have.DeepCopy()
+	if !mergeBundleDeployment(updated, want) {
+		return have, nil
+	}
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return have, fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err)
+	}
+	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
+	return updated, nil
+}
+
+// SetupWithManager watches Operators, their BundleDeployments and every Catalog. Any change to an
+// Operator's spec or to a Catalog re-reconciles every Operator: they are resolved together.
+func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		ops := &operatorsv1alpha1.OperatorList{}
+		if err := r.Client.List(ctx, ops); err != nil {
+			log.FromContext(ctx).Error(err, "listing Operators to re-resolve")
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(ops.Items))
+		for i := range ops.Items {
+			reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: ops.Items[i].Name}}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("operator").
+		For(&operatorsv1alpha1.Operator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&rukpakv1alpha1.BundleDeployment{}).
+		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged())).
+		Complete(r)
+}
+
+// catalogChanged passes creations, deletions and updates that change what resolution sees: content
+// hash, serving state, priority or labels.
+func catalogChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*catalogdv1alpha1.Catalog)
+			n, ok2 := e.ObjectNew.(*catalogdv1alpha1.Catalog)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Status.ContentHash != n.Status.ContentHash || catalogs.Serving(o) != catalogs.Serving(n) ||
+				o.Spec.Priority != n.Spec.Priority || !equality.Semantic.DeepEqual(o.Labels, n.Labels)
+		},
+	}
+}
+
+// CacheOptions scopes the manager's cache: only the BundleDeployments operator-controller created,
+// and no managedFields. Namespaces and CatalogMetadata are read directly, never cached.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&rukpakv1alpha1.BundleDeployment{}: {
+				Label: labels.SelectorFromSet(labels.Set{LabelOwnerKind: "Operator"}),
+			},
+		},
+	}
+}

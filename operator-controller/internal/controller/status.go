@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// observations is what one reconcile learned; setStatus turns it into the Operator's status.
+type observations struct {
+	// resolveErr is set when resolution could not run (e.g. a catalog could not be read).
+	resolveErr error
+	// outcome is the resolution result for this Operator (nil when resolution could not run).
+	outcome *resolve.Outcome
+	// bd is the Operator's BundleDeployment after this reconcile (nil when there is none).
+	bd *rukpakv1alpha1.BundleDeployment
+	// applyErr is set when the BundleDeployment could not be written.
+	applyErr error
+	// namespace is the install namespace chosen.
+	namespace string
+}
+
+func bundleMetadata(b *resolve.Bundle) *operatorsv1alpha1.BundleMetadata {
+	return &operatorsv1alpha1.BundleMetadata{Name: b.Name, Version: b.Version, Catalog: b.Catalog, Source: b.Image}
+}
+
+// setStatus computes every condition of op from obs, in one place.
+func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
+	gen := op.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&op.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	op.Status.ObservedGeneration = gen
+	if obs.namespace != "" {
+		op.Status.InstallNamespace = obs.namespace
+	}
+
+	// Resolved.
+	var bundle *resolve.Bundle
+	switch {
+	case obs.resolveErr != nil:
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, obs.resolveErr.Error())
+	case obs.outcome == nil:
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionUnknown, operatorsv1alpha1.ReasonResolutionPending, "resolution has not run yet")
+	case obs.outcome.Bundle == nil:
+		msg := obs.outcome.Message
+		if obs.bd != nil {
+			msg += fmt.Sprintf(" (the installed bundle %s stays installed)", obs.bd.Annotations[AnnotationBundleName])
+		}
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, msg)
+	default:
+		bundle = obs.outcome.Bundle
+		op.Status.ResolvedBundle = bundleMetadata(bundle)
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded,
+			fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog))
+	}
+
+	setInstalled(op, obs, set)
+	setHealthy(op, obs.bd, set)
+	setDeprecated(op, bundle, set)
+	setUpgradeAvailable(op, obs.outcome, set)
+}
+
+type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
+
+// bdCondition returns the BundleDeployment's condition of type t when it describes the current
+// generation of the BundleDeployment.
+func bdCondition(bd *rukpakv1alpha1.BundleDeployment, t string) *metav1.Condition {
+	if bd == nil {
+		return nil
+	}
+	c := apimeta.FindStatusCondition(bd.Status.Conditions, t)
+	if c == nil || c.ObservedGeneration != bd.Generation {
+		return nil
+	}
+	return c
+}
+
+func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc) {
+	bd := obs.bd
+	switch {
+	case obs.applyErr != nil:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationFailed, obs.applyErr.Error())
+		return
+	case bd == nil:
+		op.Status.InstalledBundle = nil
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending, "no bundle is installed: nothing was resolved yet")
+		return
+	}
+	c := bdCondition(bd, rukpakv1alpha1.TypeInstalled)
+	switch {
+	case c == nil:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown,
+			fmt.Sprintf("waiting for BundleDeployment %q to report on bundle %s", bd.Name, bd.Annotations[AnnotationBundleName]))
+	case c.Status == metav1.ConditionTrue:
+		op.Status.InstalledBundle = bundleFromDeployment(bd)
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded,
+			fmt.Sprintf("bundle %s (version %s) is installed in namespace %q by BundleDeployment %q",
+				bd.Annotations[AnnotationBundleName], bd.Annotations[AnnotationBundleVersion], bd.Spec.InstallNamespace, bd.Name))
+	case c.Reason == rukpakv1alpha1.ReasonInstallPending:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
+			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, c.Message))
+	default:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationFailed,
+			fmt.Sprintf("BundleDeployment %q (%s): %s", bd.Name, c.Reason, c.Message))
+	}
+}
+
+func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, set setFunc) {
+	c := bdCondition(bd, rukpakv1alpha1.TypeHealthy)
+	switch {
+	case bd == nil:
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionUnknown, operatorsv1alpha1.ReasonHealthUnknown, "nothing is installed")
+	case c == nil:
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionUnknown, operatorsv1alpha1.ReasonHealthUnknown,
+			fmt.Sprintf("BundleDeployment %q has not reported health yet", bd.Name))
+	case c.Status == metav1.ConditionTrue:
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionTrue, operatorsv1alpha1.ReasonHealthy, c.Message)
+	case c.Status == metav1.ConditionFalse:
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, operatorsv1alpha1.ReasonUnhealthy, c.Message)
+	default:
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionUnknown, operatorsv1alpha1.ReasonHealthUnknown, c.Message)
+	}
+}
+
+// setDeprecated reports the catalog's deprecations of the resolved bundle. When nothing resolved the
+// previous condition is kept.
+func setDeprecated(op *operatorsv1alpha1.Operator, b *resolve.Bundle, set setFunc) {
+	if b == nil {
+		if apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeDeprecated) == nil {
+			set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotDeprecated, "no bundle is resolved")
+		}
+		return
+	}
+	var reasons, msgs []string
+	if b.PackageDeprecation != "" {
+		reasons = append(reasons, operatorsv1alpha1.ReasonPackageDeprecated)
+		msgs = append(msgs, fmt.Sprintf("package %q is deprecated: %s", b.Package, b.PackageDeprecation))
+	}
+	if b.ChannelDeprecation != "" {
+		reasons = append(reasons, operatorsv1alpha1.ReasonChannelDeprecated)
+		msgs = append(msgs, fmt.Sprintf("channel %q is deprecated: %s", b.Channel, b.ChannelDeprecation))
+	}
+	if b.BundleDeprecation != "" {
+		reasons = append(reasons, operatorsv1alpha1.ReasonBundleDeprecated)
+		msgs = append(msgs, fmt.Sprintf("bundle %s is deprecated: %s", b.Name, b.BundleDeprecation))
+	}
+	if len(reasons) == 0 {
+		set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotDeprecated,
+			fmt.Sprintf("neither package %q, its channel nor bundle %s is deprecated", b.Package, b.Name))
+		return
+	}
+	// The reason names the broadest deprecation; the message lists all of them.
+	set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "))
+}
+
+func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, set setFunc) {
+	if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
+			"upgradePolicy is Automatic: upgrades are installed as soon as they resolve")
+		return
+	}
+	switch {
+	case o != nil && o.UpgradeAvailable != nil:
+		a := o.UpgradeAvailable
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeAwaitingApproval,
+			fmt.Sprintf("version %s (bundle %s from catalog %q) is available; approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
+				a.Version, a.Name, a.Catalog, op.Name, a.Version))
+	case o != nil && o.Bundle != nil && op.Spec.ApprovedVersion != "" && op.Status.InstalledBundle != nil &&
+		op.Status.InstalledBundle.Version != o.Bundle.Version:
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeApproved,
+			fmt.Sprintf("version %s is approved and being installed", o.Bundle.Version))
+	case o != nil && o.Bundle != nil:
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
+			fmt.Sprintf("version %s is the best resolvable version", o.Bundle.Version))
+	default:
+		if apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable) == nil {
+			set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate, "no bundle is resolved")
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package resolve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	deppyresolve "github.com/olmv1/olmv1/deppy/pkg/resolve"
+)
+
+// StageOperatorPackagesOnly is the pipeline stage that keeps resolution to the packages Operators ask
+// for: a dependency is satisfied only by a package that an Operator installs.
+const StageOperatorPackagesOnly = "operator-packages-only"
+
+// Bundle is a resolved bundle with what operator-controller needs to install it.
+type Bundle struct {
+	Name    string
+	Package string
+	Version string
+	Catalog string
+	Image   string
+	// MediaType is the bundle's olm.bundle.mediatype property ("" when absent: registry+v1).
+	MediaType string
+	// SuggestedNamespace is the CSV's operatorframework.io/suggested-namespace annotation, if any.
+	SuggestedNamespace string
+	// Deprecation: the catalog's deprecation messages for the package, the channel and the bundle
+	// ("" when not deprecated).
+	PackageDeprecation, ChannelDeprecation, BundleDeprecation string
+	// Channel is the deprecated channel ChannelDeprecation is about.
+	Channel string
+}
+
+// Property types read from bundles.
+const (
+	PropertyMediaType            = "olm.bundle.mediatype"
+	AnnotationSuggestedNamespace = "operatorframework.io/suggested-namespace"
+)
+
+// newBundle describes the selection made for request r.
+func newBundle(idx *olm.Index, r Request, sel *olm.Selection) *Bundle {
+	b := &Bundle{Name: sel.Bundle, Package: sel.Package, Version: sel.Version, Catalog: sel.Catalog, Image: sel.Image}
+	if info := sel.BundleInfo(); info != nil {
+		for _, p := range info.Properties {
+			switch p.Type {
+			case PropertyMediaType:
+				var mt string
+				if json.Unmarshal(p.Value, &mt) == nil {
+					b.MediaType = mt
+				}
+			case property.TypeCSVMetadata:
+				var md property.CSVMetadata
+				if json.Unmarshal(p.Value, &md) == nil && b.SuggestedNamespace == "" {
+					b.SuggestedNamespace = md.Annotations[AnnotationSuggestedNamespace]
+				}
+			}
+		}
+	}
+	for _, c := range idx.Catalogs() {
+		if c.Name != sel.Catalog {
+			continue
+		}
+		pkg := c.Model[sel.Package]
+		if pkg == nil {
+			break
+		}
+		if pkg.Deprecation != nil {
+			b.PackageDeprecation = pkg.Deprecation.Message
+		}
+		channels := sel.Channels
+		if r.Channel != "" {
+			channels = []string{r.Channel}
+		}
+		// The channel counts as deprecated when every channel the bundle can come from is.
+		var msgs []string
+		for _, name := range channels {
+			ch := pkg.Channels[name]
+			if ch == nil || ch.Deprecation == nil {
+				msgs = nil
+				break
+			}
+			msgs = append(msgs, ch.Deprecation.Message)
+		}
+		if len(msgs) > 0 {
+			b.ChannelDeprecation = strings.Join(msgs, "; ")
+			b.Channel = strings.Join(channels, ", ")
+		}
+		for _, ch := range pkg.Channels {
+			if mb := ch.Bundles[sel.Bundle]; mb != nil && mb.Deprecation != nil {
+				b.BundleDeprecation = mb.Deprecation.Message
+				break
+			}
+		}
+	}
+	return b
+}
+
+// onlyOperatorPackages adds the StageOperatorPackagesOnly stage after bundle dependencies: every bundle
+// of a package that no Operator asks for is prohibited, with a message saying which Operator to create.
+func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pipeline, error) {
+	stage := deppyresolve.NewSource(StageOperatorPackagesOnly, func(_ context.Context, vars *deppyresolve.Variables) error {
+		missing := map[string][]*olm.Bundle{}
+		for _, v := range vars.All() {
+			b, ok := v.Entity.(*olm.Bundle)
+			if !ok {
+				continue
+			}
+			if _, requested := s.operatorPackages[b.Package]; requested {
+				continue
+			}
+			missing[b.Package] = append(missing[b.Package], b)
+		}
+		pkgs := make([]string, 0, len(missing))
+		for p := range missing {
+			pkgs = append(pkgs, p)
+		}
+		sort.Strings(pkgs)
+		for _, pkg := range pkgs {
+			catalogs := map[string]bool{}
+			for _, b := range missing[pkg] {
+				catalogs[b.Catalog] = true
+			}
+			names := make([]string, 0, len(catalogs))
+			for c := range catalogs {
+				names = append(names, fmt.Sprintf("%q", c))
+			}
+			sort.Strings(names)
+			msg := fmt.Sprintf("package %q (in catalog %s) is not installed by any Operator: create an Operator with packageName %q to provide it",
+				pkg, strings.Join(names, ", "), pkg)
+			for _, b := range missing[pkg] {
+				vars.Get(b.ID()).Add(deppyresolve.Prohibited().WithMessage(msg))
+			}
+		}
+		return nil
+	})
+	return p.Insert(olm.StageBundleDependencies, stage)
+}

@@ -1,0 +1,282 @@
+// Package resolve is operator-controller's resolution core: it turns every Operator's request, the
+// bundles its BundleDeployments install and the catalogs' content into one deppy OLM problem and
+// returns, per Operator, the bundle to install or why there is none. It is pure: every input is
+// passed in, nothing is read from a cluster.
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	mmsemver "github.com/Masterminds/semver/v3"
+
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	deppyresolve "github.com/olmv1/olmv1/deppy/pkg/resolve"
+)
+
+// Request is what one Operator asks for.
+type Request struct {
+	// Name is the Operator's name.
+	Name string
+	// Package is spec.packageName.
+	Package string
+	// VersionRange is spec.version (Masterminds syntax; empty for any version).
+	VersionRange string
+	// Channel is spec.channel (empty for any channel).
+	Channel string
+	// Catalogs are the names of the Catalogs spec.catalogSelector selects; nil means every catalog.
+	// A non-nil empty list means the selector matches no catalog.
+	Catalogs []string
+	// ConstraintPolicy is spec.upgradeConstraintPolicy (empty means Enforce).
+	ConstraintPolicy olm.UpgradePolicy
+	// Manual is true for spec.upgradePolicy Manual.
+	Manual bool
+	// ApprovedVersion is spec.approvedVersion (Manual only).
+	ApprovedVersion string
+	// Installed is the bundle the Operator's BundleDeployment references, nil when there is none.
+	Installed *Installed
+	// Order ranks requests by age (e.g. creation time in Unix nanoseconds): when two requests
+	// cannot be satisfied together, the newer one (higher Order) gives way.
+	Order int64
+}
+
+// Installed is the bundle an Operator's BundleDeployment references.
+type Installed struct {
+	BundleName string
+	Version    string
+}
+
+// Outcome is the result of resolution for one Operator.
+type Outcome struct {
+	// Bundle is the bundle to install; nil when resolution failed.
+	Bundle *Bundle
+	// Message says, when Bundle is nil, why no bundle could be chosen, naming the package, the
+	// constraint and the candidates that failed.
+	Message string
+	// UpgradeAvailable (Manual upgrade policy only) is the bundle resolution would move to if the
+	// upgrade were approved; nil when the Operator is up to date.
+	UpgradeAvailable *Bundle
+}
+
+// Resolve resolves every request together against idx and returns an Outcome per request name.
+// Requests that cannot be satisfied give way (newest first) so that the others still resolve; a
+// request that gives way keeps its installed bundle in the problem, so nothing else may displace it.
+func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Outcome {
+	out := make(map[string]Outcome, len(reqs))
+	sorted := append([]Request(nil), reqs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Order != sorted[j].Order {
+			return sorted[i].Order < sorted[j].Order
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+
+	s := &solver{idx: idx, installed: installedBundles(sorted)}
+	var active []Request
+	owner := map[string]string{}
+	for _, r := range sorted {
+		if first, dup := owner[r.Package]; dup {
+			out[r.Name] = Outcome{Message: fmt.Sprintf("package %q is already requested by Operator %q: only one Operator may install a package", r.Package, first)}
+			continue
+		}
+		owner[r.Package] = r.Name
+		if msg := validate(r); msg != "" {
+			out[r.Name] = Outcome{Message: msg}
+			continue
+		}
+		active = append(active, r)
+	}
+	s.operatorPackages = owner
+
+	// Manual upgrades: first find what every Operator would move to, then keep the Manual ones on
+	// their installed (or approved) version.
+	available := map[string]*Bundle{}
+	pinned := append([]Request(nil), active...)
+	anyManual := false
+	for _, r := range active {
+		if r.Manual && r.Installed != nil {
+			anyManual = true
+		}
+	}
+	if anyManual {
+		probe, _ := s.solve(ctx, active)
+		for i, r := range pinned {
+			if !r.Manual || r.Installed == nil {
+				continue
+			}
+			if b := probe[r.Name]; b != nil && b.Version != r.Installed.Version {
+				available[r.Name] = b
+			}
+			if pin := manualPin(r); pin != "" {
+				pinned[i].VersionRange = pin
+			}
+		}
+	}
+
+	bundles, failures := s.solve(ctx, pinned)
+	for _, r := range pinned {
+		if msg, failed := failures[r.Name]; failed {
+			out[r.Name] = Outcome{Message: msg}
+			continue
+		}
+		o := Outcome{Bundle: bundles[r.Name]}
+		if a := available[r.Name]; a != nil && (o.Bundle == nil || a.Version != o.Bundle.Version) {
+			o.UpgradeAvailable = a
+		}
+		out[r.Name] = o
+	}
+	return out
+}
+
+// manualPin returns the exact version a Manual request must stay on: the approved version when one
+// is set, else the installed version. It returns "" when the installed version no longer satisfies
+// spec.version: a person changed the spec, and that change is the approval.
+func manualPin(r Request) string {
+	if r.ApprovedVersion != "" {
+		return strings.TrimPrefix(r.ApprovedVersion, "v")
+	}
+	if r.VersionRange != "" {
+		c, err := mmsemver.NewConstraint(r.VersionRange)
+		v, verr := mmsemver.NewVersion(r.Installed.Version)
+		if err == nil && verr == nil && !c.Check(v) {
+			return ""
+		}
+	}
+	return r.Installed.Version
+}
+
+// validate returns a message when the request is malformed on its own.
+func validate(r Request) string {
+	if r.VersionRange != "" {
+		if _, err := mmsemver.NewConstraint(r.VersionRange); err != nil {
+			return fmt.Sprintf("spec.version %q is not a valid semver range: %v (examples: \"1.2.3\", \">=1.2.0 <2.0.0\", \"~1.4\")", r.VersionRange, err)
+		}
+	}
+	if r.Catalogs != nil && len(r.Catalogs) == 0 {
+		return fmt.Sprintf("spec.catalogSelector matches no serving Catalog, so package %q has no candidates (check the selector and `kubectl get catalogs --show-labels`)", r.Package)
+	}
+	return ""
+}
+
+// installedBundles lists the installed bundle of every request (one per package, oldest request first).
+func installedBundles(reqs []Request) []olm.InstalledBundle {
+	var out []olm.InstalledBundle
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if r.Installed == nil || seen[r.Package] {
+			continue
+		}
+		seen[r.Package] = true
+		out = append(out, olm.InstalledBundle{
+			Package: r.Package, Version: r.Installed.Version, BundleName: r.Installed.BundleName,
+			UpgradePolicy: policy(r.ConstraintPolicy),
+		})
+	}
+	return out
+}
+
+func policy(p olm.UpgradePolicy) olm.UpgradePolicy {
+	if p == "" {
+		return olm.Enforce
+	}
+	return p
+}
+
+type solver struct {
+	idx       *olm.Index
+	installed []olm.InstalledBundle
+	// operatorPackages maps each package some Operator asks for to that Operator.
+	operatorPackages map[string]string
+}
+
+// solve resolves reqs together. When they cannot be satisfied, the newest request among those named
+// by the conflict gives way (its failure message is recorded) and the rest are solved again.
+func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle, map[string]string) {
+	failures := map[string]string{}
+	remaining := append([]Request(nil), reqs...)
+	for {
+		problem := olm.Problem{Installed: s.installed}
+		for _, r := range remaining {
+			problem.Requirements = append(problem.Requirements, olm.Requirement{
+				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel,
+				Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),
+			})
+		}
+		res, err := (&olm.Resolver{Index: s.idx, Customize: s.onlyOperatorPackages}).Resolve(ctx, problem)
+		if err == nil {
+			bundles := map[string]*Bundle{}
+			for _, r := range remaining {
+				if sel := res.Package(r.Package); sel != nil {
+					bundles[r.Name] = newBundle(s.idx, r, sel)
+				}
+			}
+			return bundles, failures
+		}
+		var ns *deppyresolve.NotSatisfiableError
+		if !errors.As(err, &ns) {
+			for _, r := range remaining {
+				failures[r.Name] = fmt.Sprintf("resolution failed: %v", err)
+			}
+			return nil, failures
+		}
+		culprit := newestImplicated(ns, remaining)
+		msg := explain(ns)
+		if culprit < 0 {
+			// Nothing requested takes part in the conflict (installed bundles alone conflict):
+			// no request can be honoured.
+			for _, r := range remaining {
+				failures[r.Name] = msg
+			}
+			return nil, failures
+		}
+		failures[remaining[culprit].Name] = msg
+		remaining = append(remaining[:culprit:culprit], remaining[culprit+1:]...)
+		if len(remaining) == 0 {
+			return nil, failures
+		}
+	}
+}
+
+// newestImplicated returns the index in reqs (sorted oldest first) of the newest request whose
+// requirement takes part in the conflict, or -1.
+func newestImplicated(ns *deppyresolve.NotSatisfiableError, reqs []Request) int {
+	named := map[string]bool{}
+	for _, c := range ns.Causes {
+		if rp, ok := c.Subject.Entity.(*olm.RequiredPackage); ok {
+			named[rp.Requirement.Name] = true
+		}
+	}
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if named[reqs[i].Name] {
+			return i
+		}
+	}
+	return -1
+}
+
+// explain renders a conflict as one message.
+func explain(ns *deppyresolve.NotSatisfiableError) string {
+	lines := append([]string(nil), ns.Summary...)
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[l] = true
+	}
+	var causes []string
+	for _, r := range ns.Reasons() {
+		if !seen[r] {
+			seen[r] = true
+			causes = append(causes, r)
+		}
+	}
+	msg := strings.Join(lines, "; ")
+	if len(causes) > 0 {
+		if msg != "" {
+			msg += ". Conflicting constraints: "
+		}
+		msg += strings.Join(causes, "; ")
+	}
+	return "no bundle satisfies every constraint: " + msg
+}

@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/controller"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// Each test uses its own packages and catalogs: every Operator of the API server is resolved together.
+
+func TestOperatorInstallsResolvedBundle(t *testing.T) {
+	serveCatalog(t, "install", "h1", packageFBC("alpha", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}), nil)
+	createOperator(t, "alpha-op", operatorsv1alpha1.OperatorSpec{PackageName: "alpha"})
+
+	bd := waitForBDImage(t, "alpha-op", image("alpha", "0.2.0"))
+	if bd.Spec.ProvisionerClassName != rukpakv1alpha1.ProvisionerRegistry || bd.Spec.InstallNamespace != "alpha" {
+		t.Errorf("BundleDeployment spec: %+v", bd.Spec)
+	}
+	if owner := metav1.GetControllerOf(bd); owner == nil || owner.Kind != "Operator" || owner.Name != "alpha-op" {
+		t.Errorf("BundleDeployment owner: %+v", bd.OwnerReferences)
+	}
+	ns, err := getNamespace("alpha")
+	if err != nil {
+		t.Fatalf("install namespace: %v", err)
+	}
+	if ns.Labels[controller.LabelOwnerName] != "alpha-op" || metav1.GetControllerOf(ns) == nil {
+		t.Errorf("install namespace was not created for the Operator: labels %v, owners %v", ns.Labels, ns.OwnerReferences)
+	}
+
+	op := waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, "alpha.v0.2.0")
+	if rb := op.Status.ResolvedBundle; rb == nil || rb.Name != "alpha.v0.2.0" || rb.Version != "0.2.0" || rb.Catalog != "install" || rb.Source != image("alpha", "0.2.0") {
+		t.Errorf("resolvedBundle %+v", op.Status.ResolvedBundle)
+	}
+	if op.Status.InstallNamespace != "alpha" || op.Status.InstalledBundle != nil {
+		t.Errorf("status before rukpak reports: %+v", op.Status)
+	}
+	waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown)
+	waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeDeprecated, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotDeprecated)
+	waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate)
+
+	playRukpak(t, "alpha-op", true, false)
+	waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, operatorsv1alpha1.ReasonUnhealthy)
+	playRukpak(t, "alpha-op", true, true)
+	waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeHealthy, metav1.ConditionTrue, operatorsv1alpha1.ReasonHealthy)
+	op = waitForCondition(t, "alpha-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "alpha.v0.2.0")
+	if ib := op.Status.InstalledBundle; ib == nil || ib.Name != "alpha.v0.2.0" || ib.Source != image("alpha", "0.2.0") || ib.Catalog != "install" {
+		t.Errorf("installedBundle %+v", op.Status.InstalledBundle)
+	}
+}
+
+func TestCatalogUpdateMovesBundleDeployment(t *testing.T) {
+	serveCatalog(t, "update", "v1", packageFBC("beta", bundleFBC{version: "0.1.0"}), nil)
+	createOperator(t, "beta-op", operatorsv1alpha1.OperatorSpec{PackageName: "beta"})
+	waitForBDImage(t, "beta-op", image("beta", "0.1.0"))
+	playRukpak(t, "beta-op", true, true)
+	waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
+
+	reads := cache.Reads()
+	serveCatalog(t, "update", "v2", packageFBC("beta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}), nil)
+	start := time.Now()
+	bd := waitForBDImage(t, "beta-op", image("beta", "0.2.0"))
+	t.Logf("BundleDeployment moved to 0.2.0 %v after the content hash changed", time.Since(start))
+	if bd.Annotations[controller.AnnotationBundleVersion] != "0.2.0" {
+		t.Errorf("annotations %v", bd.Annotations)
+	}
+	if cache.Reads() <= reads {
+		t.Errorf("the changed catalog was not read again")
+	}
+	// Until rukpak reports on the new generation, the installed bundle is still 0.1.0.
+	op := waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown)
+	if op.Status.InstalledBundle == nil || op.Status.InstalledBundle.Version != "0.1.0" {
+		t.Errorf("installedBundle during the upgrade: %+v", op.Status.InstalledBundle)
+	}
+	playRukpak(t, "beta-op", true, true)
+	op = waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "beta.v0.2.0")
+	if op.Status.InstalledBundle.Version != "0.2.0" {
+		t.Errorf("installedBundle %+v", op.Status.InstalledBundle)
+	}
+}
+
+func TestResolutionFailureKeepsInstalledBundle(t *testing.T) {
+	serveCatalog(t, "failure", "h1", packageFBC("gamma", bundleFBC{version: "1.0.0"}), nil)
+	createOperator(t, "gamma-op", operatorsv1alpha1.OperatorSpec{PackageName: "gamma"})
+	waitForBDImage(t, "gamma-op", image("gamma", "1.0.0"))
+	playRukpak(t, "gamma-op", true, true)
+	waitForCondition(t, "gamma-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
+
+	updateOperator(t, "gamma-op", func(op *operatorsv1alpha1.Operator) { op.Spec.Version = "2.0.0" })
+	op := waitForCondition(t, "gamma-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed,
+		`package "gamma"`, `"2.0.0"`, "1.0.0", "stays installed")
+	if op.Status.InstalledBundle == nil || op.Status.InstalledBundle.Version != "1.0.0" || op.Status.ResolvedBundle.Version != "1.0.0" {
+		t.Errorf("status after a failed resolution: installed %+v resolved %+v", op.Status.InstalledBundle, op.Status.ResolvedBundle)
+	}
+	consistently(t, "the BundleDeployment keeps bundle 1.0.0", 2*time.Second, func() error {
+		bd, err := getBD("gamma-op")
+		if err != nil {
+			return err
+		}
+		if bd.Spec.Source.Image.Ref != image("gamma", "1.0.0") {
+			return fmt.Errorf("BundleDeployment changed to %s", bd.Spec.Source.Image.Ref)
+		}
+		return nil
+	})
+	waitForCondition(t, "gamma-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
+}
+
+func TestUpgradeEdgesAndPolicies(t *testing.T) {
+	// 0.1.0 → 0.2.0 by replaces; 1.0.0 has no edge from either.
+	fbc := packageFBC("delta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}, bundleFBC{version: "1.0.0"})
+	serveCatalog(t, "edges", "h1", packageFBC("delta", bundleFBC{version: "0.1.0"}), nil)
+	createOperator(t, "delta-op", operatorsv1alpha1.OperatorSpec{PackageName: "delta", UpgradePolicy: operatorsv1alpha1.UpgradePolicyManual})
+	waitForBDImage(t, "delta-op", image("delta", "0.1.0"))
+	playRukpak(t, "delta-op", true, true)
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
+
+	// Manual: the upgrade along the edge is offered, not installed.
+	serveCatalog(t, "edges", "h2", fbc, nil)
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeAwaitingApproval,
+		"version 0.2.0", `kubectl patch operator delta-op --type=merge -p '{"spec":{"approvedVersion":"0.2.0"}}'`)
+	consistently(t, "Manual keeps bundle 0.1.0", time.Second, func() error {
+		bd, err := getBD("delta-op")
+		if err == nil && bd.Spec.Source.Image.Ref != image("delta", "0.1.0") {
+			err = fmt.Errorf("BundleDeployment moved to %s without approval", bd.Spec.Source.Image.Ref)
+		}
+		return err
+	})
+
+	// Approval moves it along the edge (Enforce: to 0.2.0, not 1.0.0).
+	updateOperator(t, "delta-op", func(op *operatorsv1alpha1.Operator) { op.Spec.ApprovedVersion = "0.2.0" })
+	waitForBDImage(t, "delta-op", image("delta", "0.2.0"))
+	playRukpak(t, "delta-op", true, true)
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate)
+
+	// Enforce refuses 1.0.0: no edge leads there from 0.2.0.
+	updateOperator(t, "delta-op", func(op *operatorsv1alpha1.Operator) {
+		op.Spec.UpgradePolicy, op.Spec.ApprovedVersion, op.Spec.Version = operatorsv1alpha1.UpgradePolicyAutomatic, "", "1.0.0"
+	})
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, "upgrade edges")
+	// Ignore allows the jump.
+	updateOperator(t, "delta-op", func(op *operatorsv1alpha1.Operator) {
+		op.Spec.UpgradeConstraintPolicy = operatorsv1alpha1.UpgradeConstraintPolicyIgnore
+	})
+	waitForBDImage(t, "delta-op", image("delta", "1.0.0"))
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, "delta.v1.0.0")
+}
+
+func TestDependencyWaitsForItsOperator(t *testing.T) {
+	fbc := packageFBC("needs", bundleFBC{version: "1.0.0", extra: `{"type":"olm.gvk.required","value":{"group":"provider.example.com","version":"v1","kind":"Thing"}}`}) +
+		packageFBC("provider", bundleFBC{version: "1.0.0", extra: `{"type":"olm.gvk","value":{"group":"provider.example.com","version":"v1","kind":"Thing"}}`})
+	serveCatalog(t, "deps", "h1", fbc, nil)
+	createOperator(t, "needs-op", operatorsv1alpha1.OperatorSpec{PackageName: "needs"})
+	waitForCondition(t, "needs-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed,
+		"provider.example.com/v1 Thing", `packageName "provider"`)
+	waitForCondition(t, "needs-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending)
+	if _, err := getBD("needs-op"); err == nil {
+		t.Fatal("a BundleDeployment was created for a bundle whose dependency is missing")
+	}
+
+	createOperator(t, "provider-op", operatorsv1alpha1.OperatorSpec{PackageName: "provider"})
+	waitForBDImage(t, "provider-op", image("provider", "1.0.0"))
+	waitForBDImage(t, "needs-op", image("needs", "1.0.0"))
+	waitForCondition(t, "needs-op", operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded)
+}
+
+func TestPlainBundleConfigAndDeprecation(t *testing.T) {
+	extra := `{"type":"olm.bundle.mediatype","value":"plain+v0"},` +
+		`{"type":"olm.csv.metadata","value":{"annotations":{"operatorframework.io/suggested-namespace":"epsilon-system"}}}`
+	fbc := packageFBC("epsilon", bundleFBC{version: "1.0.0", extra: extra}) +
+		`{"schema":"olm.deprecations","package":"epsilon","entries":[{"reference":{"schema":"olm.bundle","name":"epsilon.v1.0.0"},"message":"use 2.x"}]}` + "\n"
+	serveCatalog(t, "plain", "h1", fbc, map[string]string{"tier": "plain"})
+	createOperator(t, "epsilon-op", operatorsv1alpha1.OperatorSpec{
+		PackageName:     "epsilon",
+		CatalogSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "plain"}},
+		WatchNamespaces: []string{"team-a"},
+		Config:          &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"disk": "ssd"}}},
+	})
+	bd := waitForBDImage(t, "epsilon-op", image("epsilon", "1.0.0"))
+	if bd.Spec.ProvisionerClassName != rukpakv1alpha1.ProvisionerPlain || bd.Spec.InstallNamespace != "epsilon-system" {
+		t.Errorf("BundleDeployment spec: provisioner %s, namespace %s", bd.Spec.ProvisionerClassName, bd.Spec.InstallNamespace)
+	}
+	if c := bd.Spec.Config; c == nil || !slices.Equal(c.WatchNamespaces, []string{"team-a"}) || c.DeploymentConfig == nil || c.DeploymentConfig.NodeSelector["disk"] != "ssd" {
+		t.Errorf("BundleDeployment config: %+v", bd.Spec.Config)
+	}
+	waitForCondition(t, "epsilon-op", operatorsv1alpha1.TypeDeprecated, metav1.ConditionTrue, operatorsv1alpha1.ReasonBundleDeprecated, "use 2.x")
+
+	// A selector that matches no catalog says so.
+	createOperator(t, "zeta-op", operatorsv1alpha1.OperatorSpec{
+		PackageName: "zeta", CatalogSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "none"}},
+	})
+	waitForCondition(t, "zeta-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, "catalogSelector matches no serving Catalog")
+}
+
+func TestOnePackageOneOperator(t *testing.T) {
+	serveCatalog(t, "dup", "h1", packageFBC("eta", bundleFBC{version: "1.0.0"}), nil)
+	createOperator(t, "eta-first", operatorsv1alpha1.OperatorSpec{PackageName: "eta"})
+	waitForBDImage(t, "eta-first", image("eta", "1.0.0"))
+	createOperator(t, "eta-second", operatorsv1alpha1.OperatorSpec{PackageName: "eta"})
+	waitForCondition(t, "eta-second", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, `already requested by Operator "eta-first"`)
+	waitForCondition(t, "eta-first", operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded)
+}
