@@ -9,13 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
 )
@@ -29,7 +27,8 @@ var env struct {
 	controllers []*localcluster.Controller
 	repoRoot    string
 	// ownCluster is set when the suite started the local control plane (not a $KUBECONFIG cluster).
-	ownCluster *localcluster.Cluster
+	ownCluster  *localcluster.Cluster
+	environment *localcluster.Environment
 }
 
 // controllerArgs are extra flags per controller binary ("catalogd", "rukpak", "operator-controller").
@@ -54,52 +53,28 @@ var _ = BeforeSuite(func() {
 	if binDir == "" {
 		binDir = filepath.Join(env.repoRoot, "bin")
 	}
-
+	dir, err := os.MkdirTemp("", "olmv1-e2e-")
+	Expect(err).NotTo(HaveOccurred())
 	if kc := os.Getenv("KUBECONFIG"); kc != "" {
 		By("using the cluster named by KUBECONFIG=" + kc)
-		env.kubeconfig = kc
 	} else {
 		By("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
-		bins, err := localcluster.CachedBinaries(localcluster.DefaultCacheDir())
-		Expect(err).NotTo(HaveOccurred(), "run `make test-e2e`, which builds the cluster binaries first")
-		dir, err := os.MkdirTemp("", "olmv1-e2e-")
-		Expect(err).NotTo(HaveOccurred())
-		env.ownCluster, err = localcluster.Up(ctx, localcluster.Options{Dir: dir, Binaries: bins, Log: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		env.kubeconfig = env.ownCluster.Kubeconfig
-		DeferCleanup(func() {
-			Expect(env.ownCluster.Stop()).To(Succeed())
-			_ = os.RemoveAll(dir)
-		})
 	}
-	env.cfg, err = clientcmd.BuildConfigFromFlags("", env.kubeconfig)
-	Expect(err).NotTo(HaveOccurred())
+	By("starting the local OCI registry, installing the CRDs, and starting catalogd, rukpak and operator-controller as separate processes from " + binDir)
+	e, err := localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
+		RepoRoot: env.repoRoot, BinDir: binDir, Dir: dir, Kubeconfig: os.Getenv("KUBECONFIG"),
+		ControllerArgs: controllerArgs, Log: GinkgoWriter,
+	})
+	DeferCleanup(func() {
+		if e != nil {
+			Expect(e.Stop()).To(Succeed())
+		}
+		_ = os.RemoveAll(dir)
+	})
+	Expect(err).NotTo(HaveOccurred(), "logs in %s", dir)
+	env.environment = e
+	env.kubeconfig, env.cfg, env.registry, env.controllers, env.ownCluster = e.Kubeconfig, e.Config, e.Registry, e.Controllers, e.Cluster
 	env.clientset, err = kubernetes.NewForConfig(env.cfg)
 	Expect(err).NotTo(HaveOccurred())
-
-	By("starting the local OCI registry on 127.0.0.1")
-	env.registry, err = localcluster.StartRegistry("127.0.0.1:0", nil)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = env.registry.Stop(sctx)
-	})
-
-	By("installing the CRDs")
-	_, err = localcluster.InstallCRDs(env.cfg, env.repoRoot)
-	Expect(err).NotTo(HaveOccurred())
-
-	By("starting catalogd, rukpak and operator-controller as separate processes from " + binDir)
-	logDir, err := os.MkdirTemp("", "olmv1-e2e-controllers-")
-	Expect(err).NotTo(HaveOccurred())
-	env.controllers, err = localcluster.StartControllers(binDir, env.kubeconfig, logDir, controllerArgs)
-	DeferCleanup(func() {
-		for i := len(env.controllers) - 1; i >= 0; i-- {
-			_ = env.controllers[i].Stop(5 * time.Second)
-		}
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(localcluster.WaitControllersReady(ctx, env.controllers, 2*time.Minute)).To(Succeed())
-	fmt.Fprintf(GinkgoWriter, "controller logs in %s\n", logDir)
+	fmt.Fprintf(GinkgoWriter, "controller logs in %s\n", e.LogDir)
 })

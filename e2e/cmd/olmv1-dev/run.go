@@ -44,55 +44,35 @@ func runCmd(ctx context.Context, args []string) error {
 	registryAddr := fs.String("registry-addr", "127.0.0.1:5001", "loopback address of the local OCI registry")
 	_ = fs.Parse(args)
 
-	b, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr)
-	if err != nil {
-		return err
-	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Dir: cf.absDir(), Binaries: b, Nodes: cf.nodes, Log: os.Stderr})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		fmt.Fprintln(os.Stderr, "olmv1-dev: stopping the control plane")
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "olmv1-dev:", err)
-		}
-	}()
-	reg, err := localcluster.StartRegistry(*registryAddr, nil)
-	if err != nil {
-		return fmt.Errorf("starting the registry on %s: %w", *registryAddr, err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = reg.Stop(sctx)
-	}()
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	crds, err := localcluster.InstallCRDs(cfg, *repoRoot)
-	if err != nil {
+	if _, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr); err != nil {
 		return err
 	}
 	absBin, err := filepath.Abs(*binDir)
 	if err != nil {
 		return err
 	}
-	ctrls, err := localcluster.StartControllers(absBin, c.Kubeconfig, filepath.Join(c.Dir, "logs"), map[string][]string{"catalogd": {"--storage-dir=" + filepath.Join(c.Dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(c.Dir, "catalogd", "cache")}})
+	dir := cf.absDir()
+	e, err := localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
+		RepoRoot: *repoRoot, BinDir: absBin, Dir: dir, CacheDir: cf.cacheDir, RegistryAddr: *registryAddr, Log: os.Stderr,
+		ControllerArgs: map[string][]string{
+			"catalogd": {"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache")},
+		},
+	})
 	defer func() {
-		for i := len(ctrls) - 1; i >= 0; i-- {
-			_ = ctrls[i].Stop(5 * time.Second)
+		if e == nil {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "olmv1-dev: stopping the controllers, the registry and the control plane")
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "olmv1-dev:", err)
 		}
 	}()
 	if err != nil {
 		return err
 	}
-	if err := localcluster.WaitControllersReady(ctx, ctrls, 2*time.Minute); err != nil {
-		return err
-	}
+	c, reg, ctrls := e.Cluster, e.Registry, e.Controllers
 	fmt.Printf(`
-OLM v1 is running on a local control plane (%d CRDs installed; logs in %s).
+OLM v1 is running on a local control plane (logs in %s).
 
   export KUBECONFIG=%s
   export PATH=%s:$PATH        # kubectl %s, built with the control plane
@@ -101,7 +81,7 @@ OLM v1 is running on a local control plane (%d CRDs installed; logs in %s).
   kubectl get catalogs,bundledeployments,operators
 
 Local OCI registry: %s (plain HTTP). Controllers:
-`, len(crds), filepath.Join(c.Dir, "logs"), c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, reg.Addr)
+`, e.LogDir, c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, reg.Addr)
 	for _, ctl := range ctrls {
 		fmt.Printf("  %-20s pid %-7d ready %s  metrics https://%s/metrics\n", ctl.Name, ctl.PID, ctl.HealthURL, ctl.MetricsAddr)
 	}
