@@ -101,8 +101,9 @@ test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control pl
 	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
 
 .PHONY: bench
-bench: ## Benchmarks of every module (real data from OLMV1_TESTDATA).
-	@for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
+bench: build ## Benchmarks of every module (real data from OLMV1_TESTDATA; envtest and the local control plane where needed).
+	@export KUBEBUILDER_ASSETS=$$($(DEV) build); \
+	for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench . -benchmem -timeout 60m ./...) || exit 1; done
 
 ##@ Run
 

@@ -134,16 +134,19 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 	if len(metas) == 0 {
 		return nil, &InvalidError{errors.New("no FBC blobs found: the content holds no .json or .yaml file with a \"schema\" field (check the source's path or the image's /configs directory)")}
 	}
-	if err := validate(ctx, typed); err != nil {
+	cat := newCatalog(metas)
+	if err := validate(ctx, typed, packageKeys(cat.Metas)); err != nil {
 		return nil, err
 	}
-	return newCatalog(metas), nil
+	return cat, nil
 }
 
 // validate converts the catalog into operator-registry's model and validates it, one package at a
 // time on every CPU: packages are independent in the model, and conversion and validation (which
 // parse every bundle property) cost as much as reading the files.
-func validate(ctx context.Context, cfg declcfg.DeclarativeConfig) error {
+//
+// A package whose canonical blobs were validated before (same key in keys) is not validated again.
+func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[string]string) error {
 	byPkg := map[string]*declcfg.DeclarativeConfig{}
 	get := func(name string) *declcfg.DeclarativeConfig {
 		c, ok := byPkg[name]
@@ -165,7 +168,9 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig) error {
 	for _, d := range cfg.Deprecations {
 		get(d.Package).Deprecations = append(get(d.Package).Deprecations, d)
 	}
-	names := slices.Sorted(maps.Keys(byPkg))
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(byPkg)), func(name string) bool {
+		return validPackages.has(keys[name])
+	})
 	errs := make([]error, len(names))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -177,6 +182,9 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig) error {
 			m, err := declcfg.ConvertToModel(*byPkg[name])
 			if err == nil {
 				err = m.Validate()
+			}
+			if err == nil {
+				validPackages.add(keys[name])
 			}
 			errs[i] = err
 			return nil

@@ -209,3 +209,26 @@ func TestLoadRealCatalogs(t *testing.T) {
 		})
 	}
 }
+
+func TestValidatedPackagesAreRemembered(t *testing.T) {
+	ForgetValidatedPackages()
+	good := map[string]string{"foo.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + bundlesYAML}
+	a := mustLoad(t, good)
+	keys := packageKeys(a.Metas)
+	if len(keys) != 1 || !validPackages.has(keys["foo"]) {
+		t.Fatalf("package foo not remembered as valid: keys %v", keys)
+	}
+	// The same package next to an invalid one: foo is skipped, bar is still validated.
+	bad := map[string]string{
+		"foo.yaml": good["foo.yaml"],
+		"bar.yaml": "schema: olm.package\nname: bar\ndefaultChannel: missing\n",
+	}
+	if _, err := Load(t.Context(), mapFS(bad)); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("invalid package bar next to a remembered one: %v", err)
+	}
+	// A change inside foo gives a new key: validated again, and caught.
+	changed := map[string]string{"foo.yaml": strings.Replace(good["foo.yaml"], "defaultChannel: stable", "defaultChannel: other", 1)}
+	if _, err := Load(t.Context(), mapFS(changed)); err == nil {
+		t.Error("a changed, invalid package foo was accepted")
+	}
+}

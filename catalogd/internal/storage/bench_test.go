@@ -43,6 +43,7 @@ func BenchmarkUnpackParseIndex(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
+		fbc.ForgetValidatedPackages() // cold: validate every package
 		cat, err := fbc.Load(context.Background(), dir)
 		if err != nil {
 			b.Fatal(err)

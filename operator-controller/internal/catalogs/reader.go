@@ -8,7 +8,9 @@ import (
 	"fmt"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
@@ -61,4 +63,13 @@ func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg
 		return nil, fmt.Errorf("catalog %q: parsing its %d blobs: %w", name, len(metas), err)
 	}
 	return cfg, nil
+}
+
+// AddToScheme registers the CatalogMetadata client types: the served version only.
+// metadatav1alpha1.AddToScheme also registers the internal version for catalogd's API server, which
+// would leave a client unable to tell which GroupVersionKind a CatalogMetadataList is.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(metadatav1alpha1.SchemeGroupVersion, &metadatav1alpha1.CatalogMetadata{}, &metadatav1alpha1.CatalogMetadataList{})
+	metav1.AddToGroupVersion(s, metadatav1alpha1.SchemeGroupVersion)
+	return nil
 }

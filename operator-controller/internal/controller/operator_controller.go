@@ -238,7 +238,11 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	}
 	if have == nil {
 		if err := r.Client.Create(ctx, want); err != nil {
-			return nil, fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err)
+			err = fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err)
+			if apierrors.IsInvalid(err) {
+				return nil, &terminalError{err}
+			}
+			return nil, err
 		}
 		log.FromContext(ctx).Info("created BundleDeployment", "bundle", b.Name, "image", b.Image, "namespace", ns)
 		return want, nil
@@ -248,7 +252,11 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 		return have, nil
 	}
 	if err := r.Client.Update(ctx, updated); err != nil {
-		return have, fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err)
+		err = fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err)
+		if apierrors.IsInvalid(err) {
+			return have, &terminalError{err}
+		}
+		return have, err
 	}
 	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
 	return updated, nil

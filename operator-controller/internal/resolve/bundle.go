@@ -109,7 +109,7 @@ func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pip
 			if !ok {
 				continue
 			}
-			if _, requested := s.operatorPackages[b.Package]; requested {
+			if s.allowed[b.Package] {
 				continue
 			}
 			missing[b.Package] = append(missing[b.Package], b)

@@ -89,7 +89,6 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		}
 		active = append(active, r)
 	}
-	s.operatorPackages = owner
 
 	// Manual upgrades: first find what every Operator would move to, then keep the Manual ones on
 	// their installed (or approved) version.
@@ -188,8 +187,8 @@ func policy(p olm.UpgradePolicy) olm.UpgradePolicy {
 type solver struct {
 	idx       *olm.Index
 	installed []olm.InstalledBundle
-	// operatorPackages maps each package some Operator asks for to that Operator.
-	operatorPackages map[string]string
+	// allowed are the packages bundles may come from in the current solve.
+	allowed map[string]bool
 }
 
 // solve resolves reqs together. When they cannot be satisfied, the newest request among those named
@@ -198,8 +197,15 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 	failures := map[string]string{}
 	remaining := append([]Request(nil), reqs...)
 	for {
+		// Dependencies may only come from packages that an Operator being resolved asks for, or that
+		// are installed (an Operator that gives way keeps its installed bundle, nothing more).
+		s.allowed = map[string]bool{}
+		for _, ib := range s.installed {
+			s.allowed[ib.Package] = true
+		}
 		problem := olm.Problem{Installed: s.installed}
 		for _, r := range remaining {
+			s.allowed[r.Package] = true
 			problem.Requirements = append(problem.Requirements, olm.Requirement{
 				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel,
 				Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),

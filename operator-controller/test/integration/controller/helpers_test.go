@@ -53,7 +53,9 @@ func packageFBC(pkg string, bundles ...bundleFBC) string {
 	return b.String()
 }
 
-func image(pkg, version string) string { return fmt.Sprintf("registry.test/%s-bundle:%s", pkg, version) }
+func image(pkg, version string) string {
+	return fmt.Sprintf("registry.test/%s-bundle:%s", pkg, version)
+}
 
 // serveCatalog creates (or updates) a Catalog named name whose content is fbc, and marks it served
 // with a content hash derived from hash.
@@ -164,6 +166,9 @@ func waitForBDImage(t *testing.T, name, ref string) *rukpakv1alpha1.BundleDeploy
 	eventually(t, "BundleDeployment "+name+" references "+ref, func() error {
 		var err error
 		if bd, err = getBD(name); err != nil {
+			if op, operr := getOperator(name); operr == nil {
+				return fmt.Errorf("%v; Operator conditions: %+v", err, op.Status.Conditions)
+			}
 			return err
 		}
 		if bd.Spec.Source.Image == nil || bd.Spec.Source.Image.Ref != ref {

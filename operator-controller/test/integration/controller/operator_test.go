@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -112,8 +114,11 @@ func TestResolutionFailureKeepsInstalledBundle(t *testing.T) {
 }
 
 func TestUpgradeEdgesAndPolicies(t *testing.T) {
-	// 0.1.0 → 0.2.0 by replaces; 1.0.0 has no edge from either.
-	fbc := packageFBC("delta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}, bundleFBC{version: "1.0.0"})
+	// 0.1.0 → 0.2.0 by replaces in channel stable; 1.0.0, in channel fast, has no edge from either.
+	fbc := packageFBC("delta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}) +
+		`{"schema":"olm.channel","package":"delta","name":"fast","entries":[{"name":"delta.v1.0.0"}]}` + "\n" +
+		`{"schema":"olm.bundle","package":"delta","name":"delta.v1.0.0","image":"` + image("delta", "1.0.0") +
+		`","properties":[{"type":"olm.package","value":{"packageName":"delta","version":"1.0.0"}}]}` + "\n"
 	serveCatalog(t, "edges", "h1", packageFBC("delta", bundleFBC{version: "0.1.0"}), nil)
 	createOperator(t, "delta-op", operatorsv1alpha1.OperatorSpec{PackageName: "delta", UpgradePolicy: operatorsv1alpha1.UpgradePolicyManual})
 	waitForBDImage(t, "delta-op", image("delta", "0.1.0"))
@@ -142,7 +147,7 @@ func TestUpgradeEdgesAndPolicies(t *testing.T) {
 	updateOperator(t, "delta-op", func(op *operatorsv1alpha1.Operator) {
 		op.Spec.UpgradePolicy, op.Spec.ApprovedVersion, op.Spec.Version = operatorsv1alpha1.UpgradePolicyAutomatic, "", "1.0.0"
 	})
-	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, "upgrade edges")
+	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, "no upgrade edge")
 	// Ignore allows the jump.
 	updateOperator(t, "delta-op", func(op *operatorsv1alpha1.Operator) {
 		op.Spec.UpgradeConstraintPolicy = operatorsv1alpha1.UpgradeConstraintPolicyIgnore
@@ -174,21 +179,30 @@ func TestPlainBundleConfigAndDeprecation(t *testing.T) {
 		`{"type":"olm.csv.metadata","value":{"annotations":{"operatorframework.io/suggested-namespace":"epsilon-system"}}}`
 	fbc := packageFBC("epsilon", bundleFBC{version: "1.0.0", extra: extra}) +
 		`{"schema":"olm.deprecations","package":"epsilon","entries":[{"reference":{"schema":"olm.bundle","name":"epsilon.v1.0.0"},"message":"use 2.x"}]}` + "\n"
+	fbc += packageFBC("theta", bundleFBC{version: "1.0.0"})
 	serveCatalog(t, "plain", "h1", fbc, map[string]string{"tier": "plain"})
 	createOperator(t, "epsilon-op", operatorsv1alpha1.OperatorSpec{
 		PackageName:     "epsilon",
 		CatalogSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "plain"}},
-		WatchNamespaces: []string{"team-a"},
-		Config:          &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"disk": "ssd"}}},
 	})
 	bd := waitForBDImage(t, "epsilon-op", image("epsilon", "1.0.0"))
 	if bd.Spec.ProvisionerClassName != rukpakv1alpha1.ProvisionerPlain || bd.Spec.InstallNamespace != "epsilon-system" {
 		t.Errorf("BundleDeployment spec: provisioner %s, namespace %s", bd.Spec.ProvisionerClassName, bd.Spec.InstallNamespace)
 	}
-	if c := bd.Spec.Config; c == nil || !slices.Equal(c.WatchNamespaces, []string{"team-a"}) || c.DeploymentConfig == nil || c.DeploymentConfig.NodeSelector["disk"] != "ssd" {
-		t.Errorf("BundleDeployment config: %+v", bd.Spec.Config)
-	}
 	waitForCondition(t, "epsilon-op", operatorsv1alpha1.TypeDeprecated, metav1.ConditionTrue, operatorsv1alpha1.ReasonBundleDeprecated, "use 2.x")
+
+	// watchNamespaces, config and installNamespace are passed to the BundleDeployment.
+	createOperator(t, "theta-op", operatorsv1alpha1.OperatorSpec{
+		PackageName:      "theta",
+		InstallNamespace: "theta-ns",
+		WatchNamespaces:  []string{"team-a"},
+		Config:           &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"disk": "ssd"}}},
+	})
+	bd = waitForBDImage(t, "theta-op", image("theta", "1.0.0"))
+	if c := bd.Spec.Config; bd.Spec.InstallNamespace != "theta-ns" || c == nil || !slices.Equal(c.WatchNamespaces, []string{"team-a"}) ||
+		c.DeploymentConfig == nil || c.DeploymentConfig.NodeSelector["disk"] != "ssd" {
+		t.Errorf("BundleDeployment namespace %q, config %+v", bd.Spec.InstallNamespace, bd.Spec.Config)
+	}
 
 	// A selector that matches no catalog says so.
 	createOperator(t, "zeta-op", operatorsv1alpha1.OperatorSpec{
@@ -204,4 +218,37 @@ func TestOnePackageOneOperator(t *testing.T) {
 	createOperator(t, "eta-second", operatorsv1alpha1.OperatorSpec{PackageName: "eta"})
 	waitForCondition(t, "eta-second", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, `already requested by Operator "eta-first"`)
 	waitForCondition(t, "eta-first", operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded)
+}
+
+// TestSeedCatalogUpdateWithExampleOperator is demo 1 of issue 8 with the e2e fixtures
+// (e2e/testdata/example-operator): index 0.1.0 installs bundle 0.1.0; the catalog moving to index
+// 0.2.0 moves the same BundleDeployment to bundle 0.2.0.
+func TestSeedCatalogUpdateWithExampleOperator(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "..", "e2e", "testdata", "example-operator", "catalogs")
+	read := func(index string) string {
+		data, err := os.ReadFile(filepath.Join(dir, index, "catalog.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	serveCatalog(t, "example-catalog", "sha256:index-0.1.0", read("index-0.1.0"), nil)
+	createOperator(t, "example-operator", operatorsv1alpha1.OperatorSpec{PackageName: "example-operator"})
+	bd := waitForBDImage(t, "example-operator", "registry.invalid/bundles/example-operator:0.1.0")
+	if bd.Spec.ProvisionerClassName != rukpakv1alpha1.ProvisionerRegistry || bd.Spec.InstallNamespace != "example-operator-system" {
+		t.Errorf("BundleDeployment spec: provisioner %s, namespace %s", bd.Spec.ProvisionerClassName, bd.Spec.InstallNamespace)
+	}
+	playRukpak(t, "example-operator", true, true)
+	waitForCondition(t, "example-operator", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "example-operator.v0.1.0")
+
+	serveCatalog(t, "example-catalog", "sha256:index-0.2.0", read("index-0.2.0"), nil)
+	moved := waitForBDImage(t, "example-operator", "registry.invalid/bundles/example-operator:0.2.0")
+	if moved.UID != bd.UID {
+		t.Errorf("a new BundleDeployment was created instead of updating the existing one")
+	}
+	playRukpak(t, "example-operator", true, true)
+	op := waitForCondition(t, "example-operator", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "example-operator.v0.2.0")
+	if op.Status.InstalledBundle.Version != "0.2.0" || op.Status.ResolvedBundle.Version != "0.2.0" {
+		t.Errorf("status %+v", op.Status)
+	}
 }

@@ -1,0 +1,224 @@
+// Package bench holds benchmarks that need a running OLM v1: a local control plane, a local registry
+// and the controllers as processes (the same environment as the e2e suite). They run under
+// `make bench`; each skips with a message when the control plane binaries, the controller binaries or
+// the real catalogs in $OLMV1_TESTDATA are missing.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+)
+
+var (
+	catalogGVR  = schema.GroupVersionResource{Group: "catalogd.operatorframework.io", Version: "v1alpha1", Resource: "catalogs"}
+	metadataGVR = schema.GroupVersionResource{Group: "metadata.catalogd.operatorframework.io", Version: "v1alpha1", Resource: "catalogmetadata"}
+	apiSvcGVR   = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+)
+
+// olm is one environment shared by the benchmarks of this package.
+var olm struct {
+	once sync.Once
+	env  *localcluster.Environment
+	dc   dynamic.Interface
+	ref  string // community-v4.20 catalog image
+	err  error
+	skip string
+}
+
+func repoRoot() string {
+	if r := os.Getenv("E2E_REPO_ROOT"); r != "" {
+		return r
+	}
+	abs, _ := filepath.Abs(filepath.Join("..", ".."))
+	return abs
+}
+
+func testdata() string {
+	if d := os.Getenv("OLMV1_TESTDATA"); d != "" {
+		return d
+	}
+	return filepath.Join(repoRoot(), "..", "shared", "testdata")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if olm.env != nil {
+		_ = olm.env.Stop()
+	}
+	os.Exit(code)
+}
+
+// setup starts the environment once and serves community-v4.20 from the local registry.
+func setup(b *testing.B) {
+	b.Helper()
+	olm.once.Do(func() {
+		catalogDir := filepath.Join(testdata(), "catalogs", "community-v4.20")
+		if _, err := os.Stat(catalogDir); err != nil {
+			olm.skip = "real catalog not found at " + catalogDir + " (set OLMV1_TESTDATA)"
+			return
+		}
+		binDir := filepath.Join(repoRoot(), "bin")
+		if _, err := os.Stat(filepath.Join(binDir, "catalogd")); err != nil {
+			olm.skip = "controller binaries not built in " + binDir + " (run `make build`)"
+			return
+		}
+		if _, err := localcluster.CachedBinaries(localcluster.DefaultCacheDir()); err != nil {
+			olm.skip = err.Error()
+			return
+		}
+		dir, err := os.MkdirTemp("", "olmv1-bench-")
+		if err != nil {
+			olm.err = err
+			return
+		}
+		port, err := localcluster.FreePort()
+		if err != nil {
+			olm.err = err
+			return
+		}
+		ctx := context.Background()
+		olm.env, olm.err = localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
+			RepoRoot: repoRoot(), BinDir: binDir, Dir: dir,
+			ControllerArgs: map[string][]string{"catalogd": {
+				"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),
+				"--metadata-bind-address=127.0.0.1:" + strconv.Itoa(port), "--metadata-cert-dir=" + filepath.Join(dir, "catalogd", "metadata-certs"),
+				"--metadata-apiservice=local",
+			}},
+		})
+		if olm.err != nil {
+			return
+		}
+		if olm.dc, olm.err = dynamic.NewForConfig(olm.env.Config); olm.err != nil {
+			return
+		}
+		img, err := imagebuild.CatalogImage(catalogDir)
+		if err != nil {
+			olm.err = err
+			return
+		}
+		olm.ref = olm.env.Registry.Addr + "/catalogs/community:v4.20"
+		if _, olm.err = imagebuild.Push(ctx, img, olm.ref, imagebuild.WithInsecure()); olm.err != nil {
+			return
+		}
+		olm.err = waitAPIService(ctx)
+	})
+	if olm.skip != "" {
+		b.Skip(olm.skip)
+	}
+	if olm.err != nil {
+		b.Fatal(olm.err)
+	}
+}
+
+func waitAPIService(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		as, err := olm.dc.Resource(apiSvcGVR).Get(ctx, "v1alpha1.metadata.catalogd.operatorframework.io", metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not registered yet
+		}
+		conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Available" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// serveCatalogs creates n Catalogs of the community image and waits until each serves its content.
+func serveCatalogs(b *testing.B, n int) []string {
+	b.Helper()
+	ctx := context.Background()
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("community-%d", i)
+		names = append(names, name)
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{"ref": olm.ref}}},
+		}}
+		if _, err := olm.dc.Resource(catalogGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			c, err := olm.dc.Resource(catalogGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+			for _, cond := range conds {
+				m, _ := cond.(map[string]any)
+				if m["type"] == "Serving" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			b.Fatalf("catalog %s not serving: %v", name, err)
+		}
+	}
+	return names
+}
+
+// BenchmarkCatalogMetadataListPackage lists one package's blobs of a community-v4.20-sized catalog
+// through kube-apiserver (aggregation layer → catalogd), while catalogd serves five such catalogs.
+// Reports p50/p99 latency and catalogd's RSS.
+func BenchmarkCatalogMetadataListPackage(b *testing.B) {
+	setup(b)
+	serveCatalogs(b, 5)
+	ctx := context.Background()
+	opts := metav1.ListOptions{FieldSelector: "spec.catalog=community-0,spec.package=strimzi-kafka-operator"}
+	first, err := olm.dc.Resource(metadataGVR).List(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(first.Items) == 0 {
+		b.Fatal("no blobs for strimzi-kafka-operator")
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		l, err := olm.dc.Resource(metadataGVR).List(ctx, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		if len(l.Items) != len(first.Items) {
+			b.Fatalf("got %d blobs, want %d", len(l.Items), len(first.Items))
+		}
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[(len(lat)*99)/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(len(first.Items)), "blobs/list")
+	if c := olm.env.Controller("catalogd"); c != nil {
+		if rss, err := localcluster.RSS(c.PID); err == nil {
+			b.ReportMetric(float64(rss)/(1<<20), "catalogd-rss-MB")
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+func TestProvisionerFor(t *testing.T) {
+	for mt, want := range map[string]rukpakv1alpha1.ProvisionerClassName{
+		"": rukpakv1alpha1.ProvisionerRegistry, "registry+v1": rukpakv1alpha1.ProvisionerRegistry,
+		"plain+v0": rukpakv1alpha1.ProvisionerPlain, "helm+v3": rukpakv1alpha1.ProvisionerHelm,
+		"kustomize+v1": rukpakv1alpha1.ProvisionerKustomize,
+	} {
+		if got, err := provisionerFor(mt); err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", mt, got, err, want)
+		}
+	}
+	if _, err := provisionerFor("zip+v9"); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("unsupported media type: %v", err)
+	}
+}
+
+func TestInstallNamespace(t *testing.T) {
+	op := func(spec, status string) *operatorsv1alpha1.Operator {
+		return &operatorsv1alpha1.Operator{Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", InstallNamespace: spec}, Status: operatorsv1alpha1.OperatorStatus{InstallNamespace: status}}
+	}
+	suggests := &resolve.Bundle{SuggestedNamespace: "suggested"}
+	for _, tt := range []struct {
+		op   *operatorsv1alpha1.Operator
+		b    *resolve.Bundle
+		want string
+	}{
+		{op("", ""), &resolve.Bundle{}, "pkg"},
+		{op("", ""), suggests, "suggested"},
+		{op("mine", ""), suggests, "mine"},
+		{op("", "chosen-before"), suggests, "chosen-before"},
+	} {
+		if got := installNamespace(tt.op, tt.b); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestDesiredBundleDeploymentPassesConfig(t *testing.T) {
+	op := &operatorsv1alpha1.Operator{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid-1"},
+		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", WatchNamespaces: []string{"a"},
+			Config: &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"k": "v"}}}},
+	}
+	bd, err := desiredBundleDeployment(op, &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Catalog: "c", Image: "r/pkg:1"}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd.Name != "op" || bd.Spec.Source.Image.Ref != "r/pkg:1" || bd.Spec.InstallNamespace != "ns" || bd.Spec.Config.WatchNamespaces[0] != "a" ||
+		bd.Spec.Config.DeploymentConfig.NodeSelector["k"] != "v" || !metav1.IsControlledBy(bd, op) || bd.Annotations[AnnotationBundleVersion] != "1.0.0" {
+		t.Errorf("BundleDeployment %+v", bd)
+	}
+	if op.Spec.Config.WatchNamespaces != nil {
+		t.Error("the Operator's spec was modified")
+	}
+	have := bd.DeepCopy()
+	have.Labels["someone-else"] = "x"
+	if mergeBundleDeployment(have, bd) {
+		t.Error("merging an identical spec reported a change")
+	}
+	want2, _ := desiredBundleDeployment(op, &resolve.Bundle{Name: "pkg.v2", Package: "pkg", Version: "2.0.0", Image: "r/pkg:2"}, "ns")
+	if !mergeBundleDeployment(have, want2) || have.Spec.Source.Image.Ref != "r/pkg:2" || have.Labels["someone-else"] != "x" {
+		t.Errorf("merge: %+v", have)
+	}
+}
+
+func cond(op *operatorsv1alpha1.Operator, t string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(op.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func TestSetStatus(t *testing.T) {
+	b1 := &resolve.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", Catalog: "c", Image: "r/p:1"}
+	bd := func(gen int64, installed metav1.ConditionStatus, reason string) *rukpakv1alpha1.BundleDeployment {
+		d := &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 2, Annotations: map[string]string{
+			AnnotationBundleName: "p.v1", AnnotationBundleVersion: "1.0.0", AnnotationCatalog: "c"}}}
+		d.Spec.Source.Image = &rukpakv1alpha1.ImageSource{Ref: "r/p:1"}
+		d.Status.Conditions = []metav1.Condition{
+			{Type: rukpakv1alpha1.TypeInstalled, Status: installed, Reason: reason, ObservedGeneration: gen, Message: "m"},
+			{Type: rukpakv1alpha1.TypeHealthy, Status: metav1.ConditionTrue, Reason: rukpakv1alpha1.ReasonHealthy, ObservedGeneration: gen},
+		}
+		return d
+	}
+	newOp := func(manual bool) *operatorsv1alpha1.Operator {
+		op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 3}}
+		if manual {
+			op.Spec.UpgradePolicy = operatorsv1alpha1.UpgradePolicyManual
+		}
+		return op
+	}
+
+	// Installed and healthy.
+	op := newOp(false)
+	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}, bd: bd(2, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded), namespace: "ns"})
+	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionTrue || c.ObservedGeneration != 3 {
+		t.Errorf("Installed %+v", c)
+	}
+	if op.Status.InstalledBundle == nil || op.Status.InstalledBundle.Source != "r/p:1" || op.Status.InstallNamespace != "ns" || op.Status.ObservedGeneration != 3 {
+		t.Errorf("status %+v", op.Status)
+	}
+	if cond(op, operatorsv1alpha1.TypeHealthy).Status != metav1.ConditionTrue {
+		t.Errorf("Healthy %+v", cond(op, operatorsv1alpha1.TypeHealthy))
+	}
+
+	// rukpak has not seen the new generation yet: the installed bundle stays, Installed is Unknown.
+	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}, bd: bd(1, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)})
+	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionUnknown || op.Status.InstalledBundle == nil {
+		t.Errorf("stale BundleDeployment: Installed %+v, installedBundle %+v", c, op.Status.InstalledBundle)
+	}
+	if cond(op, operatorsv1alpha1.TypeHealthy).Status != metav1.ConditionUnknown {
+		t.Errorf("stale Healthy %+v", cond(op, operatorsv1alpha1.TypeHealthy))
+	}
+
+	// Failing installation and failing resolution.
+	setStatus(op, observations{outcome: &resolve.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: bd(2, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallFailed)})
+	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Reason != operatorsv1alpha1.ReasonInstallationFailed || !strings.Contains(c.Message, "m") {
+		t.Errorf("Installed %+v", c)
+	}
+	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "p.v1 stays installed") {
+		t.Errorf("Resolved %+v", c)
+	}
+	if op.Status.ResolvedBundle == nil || op.Status.ResolvedBundle.Name != "p.v1" {
+		t.Errorf("resolvedBundle must keep the last successful resolution: %+v", op.Status.ResolvedBundle)
+	}
+	setStatus(op, observations{resolveErr: errors.New("reading catalog content: boom")})
+	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Reason != operatorsv1alpha1.ReasonResolutionFailed || c.Message != "reading catalog content: boom" {
+		t.Errorf("Resolved %+v", c)
+	}
+
+	// Deprecation.
+	op = newOp(false)
+	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", PackageDeprecation: "gone", Channel: "a", ChannelDeprecation: "frozen"}}})
+	if c := cond(op, operatorsv1alpha1.TypeDeprecated); c.Status != metav1.ConditionTrue || c.Reason != operatorsv1alpha1.ReasonPackageDeprecated ||
+		!strings.Contains(c.Message, "gone") || !strings.Contains(c.Message, `channel "a" is deprecated: frozen`) {
+		t.Errorf("Deprecated %+v", c)
+	}
+
+	// Manual upgrades.
+	op = newOp(true)
+	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1, UpgradeAvailable: &resolve.Bundle{Name: "p.v2", Version: "2.0.0", Catalog: "c"}}})
+	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionTrue || c.Reason != operatorsv1alpha1.ReasonUpgradeAwaitingApproval ||
+		!strings.Contains(c.Message, `kubectl patch operator op --type=merge -p '{"spec":{"approvedVersion":"2.0.0"}}'`) {
+		t.Errorf("UpgradeAvailable %+v", c)
+	}
+	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}})
+	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionFalse || c.Reason != operatorsv1alpha1.ReasonUpToDate {
+		t.Errorf("UpgradeAvailable %+v", c)
+	}
+}
