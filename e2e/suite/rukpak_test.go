@@ -152,7 +152,10 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		By("deleting it: nothing it installed is left (CRDs included, as the annotation asks)")
 		Expect(c.Delete(ctx, bd)).To(Succeed())
 		bdExpectNothingLeft(ctx, c, name, ns)
-		Expect(c.Get(ctx, client.ObjectKey{Name: "kafkas.kafka.strimzi.io"}, crd)).To(Satisfy(apierrors.IsNotFound))
+		// CRD removal is asynchronous: the API server first deletes every custom resource of it.
+		Eventually(func() error {
+			return c.Get(ctx, client.ObjectKey{Name: "kafkas.kafka.strimzi.io"}, crd)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Satisfy(apierrors.IsNotFound))
 	})
 })
 

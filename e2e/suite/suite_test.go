@@ -69,7 +69,8 @@ var _ = BeforeSuite(func() {
 		if e != nil {
 			Expect(e.Stop()).To(Succeed())
 		}
-		_ = os.RemoveAll(dir)
+		// The directory (logs of every process) is kept for post-mortems; etcd data is small.
+		fmt.Fprintf(GinkgoWriter, "e2e state and logs kept in %s\n", dir)
 	})
 	Expect(err).NotTo(HaveOccurred(), "logs in %s", dir)
 	env.environment = e

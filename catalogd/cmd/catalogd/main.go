@@ -5,14 +5,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
+	"github.com/olmv1/olmv1/catalogd/internal/metadataapi"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
@@ -28,6 +31,12 @@ type flags struct {
 	tlsCertFile     string
 	tlsKeyFile      string
 	httpInsecure    bool
+
+	metadataBindAddress string
+	metadataCertDir     string
+	metadataAPIService  string
+
+	fs *flag.FlagSet
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -45,6 +54,46 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "PEM private key of the content endpoint")
 	fs.BoolVar(&f.httpInsecure, "http-insecure", false,
 		"serve the content endpoint over plain HTTP; without it, HTTPS with --tls-cert-file/--tls-key-file or a generated self-signed certificate")
+	fs.StringVar(&f.metadataBindAddress, "metadata-bind-address", "127.0.0.1:7444",
+		"HTTPS address of the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io); \"0\" disables it")
+	fs.StringVar(&f.metadataCertDir, "metadata-cert-dir", filepath.Join(os.TempDir(), "catalogd", "metadata-certs"),
+		"directory with apiserver.crt and apiserver.key for the CatalogMetadata API; a self-signed pair is generated there when absent")
+	fs.StringVar(&f.metadataAPIService, "metadata-apiservice", "none",
+		"register the CatalogMetadata APIService: \"local\" (an ExternalName Service pointing at localhost, for a control plane on this machine), \"service:<namespace>/<name>[:port]\" (an in-cluster Service), or \"none\"")
+	f.fs = fs
+}
+
+// kubeconfig is the --kubeconfig the common flags received, else $KUBECONFIG ("" means in-cluster).
+func (f *flags) kubeconfig() string {
+	if fl := f.fs.Lookup("kubeconfig"); fl != nil && fl.Value.String() != "" {
+		return fl.Value.String()
+	}
+	return os.Getenv("KUBECONFIG")
+}
+
+// setupMetadataAPI serves the CatalogMetadata aggregated API from store.
+func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
+	if f.metadataBindAddress == "0" {
+		return nil
+	}
+	_, portStr, err := net.SplitHostPort(f.metadataBindAddress)
+	if err != nil {
+		return fmt.Errorf("--metadata-bind-address %q: %w", f.metadataBindAddress, err)
+	}
+	port, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil {
+		return fmt.Errorf("--metadata-bind-address %q: %w", f.metadataBindAddress, err)
+	}
+	reg, err := metadataapi.ParseRegistration(f.metadataAPIService, f.namespace, int32(port))
+	if err != nil {
+		return err
+	}
+	return metadataapi.AddToManager(mgr, store, metadataapi.ServerOptions{
+		BindAddress: f.metadataBindAddress,
+		CertDir:     f.metadataCertDir,
+		Kubeconfig:  f.kubeconfig(),
+		ExtraSANs:   []string{"catalogd-metadata." + f.namespace + ".svc", "catalogd." + f.namespace + ".svc"},
+	}, reg)
 }
 
 func main() {
@@ -81,6 +130,9 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 		base = fmt.Sprintf("%s://%s", srv.Scheme(), f.httpBindAddress)
 	}
 	if err := mgr.Add(srv); err != nil {
+		return err
+	}
+	if err := f.setupMetadataAPI(mgr, store); err != nil {
 		return err
 	}
 	unpacker, err := newUnpacker(mgr, f)

@@ -9,14 +9,17 @@ import (
 	"path/filepath"
 	"strconv"
 
+	extensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/kube-openapi/pkg/common"
 )
 
 // ServerOptions configure the aggregated API server.
@@ -80,6 +83,20 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	// OpenAPI: the meta/v1 definitions from apiextensions-apiserver's generated set, plus ours. The API
+	// server needs them for field management; kubectl explain and the aggregated /openapi use them too.
+	definitions := func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		defs := extensionsopenapi.GetOpenAPIDefinitions(ref)
+		for k, v := range metadatav1alpha1.GetOpenAPIDefinitions(ref) {
+			defs[k] = v
+		}
+		return defs
+	}
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "catalogd CatalogMetadata"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "catalogd CatalogMetadata"
 	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
@@ -20,7 +22,10 @@ import (
 )
 
 func main() {
-	var pageSize int64
+	var (
+		pageSize int64
+		qps      float64
+	)
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
 		CRDs: []string{
@@ -36,13 +41,27 @@ func main() {
 		DefaultProbePort:   9081,
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&pageSize, "catalogmetadata-page-size", 500, "number of CatalogMetadata blobs per list request when reading a catalog")
+			fs.Float64Var(&qps, "kube-api-qps", 50, "requests per second to the API server (burst: twice as many)")
 		},
 		ManagerOptions: func(o *ctrl.Options) { o.Cache = controller.CacheOptions() },
 		Setup: func(_ context.Context, mgr ctrl.Manager) error {
+			// Installing many Operators takes a few writes each: client-go's default of 5 requests per
+			// second would make a burst crawl. Reads of cached kinds come from the manager's cache.
+			cfg := rest.CopyConfig(mgr.GetConfig())
+			cfg.QPS, cfg.Burst = float32(qps), 2*int(qps)
+			direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+			if err != nil {
+				return err
+			}
+			cached, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+				Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+			if err != nil {
+				return err
+			}
 			return (&controller.OperatorReconciler{
-				Client:    mgr.GetClient(),
-				APIReader: mgr.GetAPIReader(),
-				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: mgr.GetAPIReader(), PageSize: pageSize}},
+				Client:    cached,
+				APIReader: direct,
+				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}},
 				Metrics:   controller.NewMetrics(crmetrics.Registry),
 			}).SetupWithManager(mgr)
 		},

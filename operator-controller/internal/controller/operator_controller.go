@@ -112,7 +112,7 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 	setStatus(op, obs)
 	if !equality.Semantic.DeepEqual(before.Status, op.Status) {
-		if err := r.Client.Status().Update(ctx, op); err != nil {
+		if err := r.Client.Status().Patch(ctx, op, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
 		}
 	}

@@ -1,0 +1,184 @@
+package suite
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+)
+
+var (
+	catalogMetadataGVR = schema.GroupVersionResource{Group: "metadata.catalogd.operatorframework.io", Version: "v1alpha1", Resource: "catalogmetadata"}
+	apiServiceGVR      = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+)
+
+func init() {
+	port, err := localcluster.FreePort()
+	if err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "olmv1-e2e-metadata-")
+	if err != nil {
+		panic(err)
+	}
+	controllerArgs["catalogd"] = append(controllerArgs["catalogd"],
+		"--metadata-bind-address=127.0.0.1:"+strconv.Itoa(port),
+		"--metadata-cert-dir="+dir,
+		"--metadata-apiservice=local",
+	)
+}
+
+var _ = Describe("CatalogMetadata API", Label("catalogmetadata"), Ordered, func() {
+	const catalogName = "metadata-demo"
+	var (
+		dc       dynamic.Interface
+		metadata dynamic.NamespaceableResourceInterface
+		refV2    string
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		dc, err = dynamic.NewForConfig(env.cfg)
+		Expect(err).NotTo(HaveOccurred())
+		metadata = dc.Resource(catalogMetadataGVR)
+
+		By("waiting for the APIService to be Available through kube-apiserver")
+		Eventually(func(g Gomega) {
+			as, err := dc.Resource(apiServiceGVR).Get(ctx, "v1alpha1.metadata.catalogd.operatorframework.io", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(findCondition(as, "Available")).To(HaveKeyWithValue("status", "True"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		By("serving a catalog built from testdata")
+		refs := map[string]string{}
+		for tag, dir := range map[string]string{"v1": "demo", "v2": "demo-v2"} {
+			img, err := imagebuild.CatalogImage(filepath.Join(env.repoRoot, "e2e", "testdata", "catalogs", dir))
+			Expect(err).NotTo(HaveOccurred())
+			refs[tag] = env.registry.Addr + "/catalogs/metadata-demo:" + tag
+			_, err = imagebuild.Push(ctx, img, refs[tag], imagebuild.WithInsecure())
+			Expect(err).NotTo(HaveOccurred())
+		}
+		refV2 = refs["v2"]
+		catalogs := dc.Resource(catalogGVR)
+		_, err = catalogs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": catalogName},
+			"spec":     map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{"ref": refs["v1"]}}},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{})
+		})
+		Eventually(func(g Gomega) {
+			l, err := metadata.List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(l.Items).To(HaveLen(6))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+
+	names := func(l *unstructured.UnstructuredList) []string {
+		var out []string
+		for _, i := range l.Items {
+			n, _, _ := unstructured.NestedString(i.Object, "spec", "name")
+			out = append(out, n)
+		}
+		return out
+	}
+
+	It("lists packages, channels and bundles by catalog and schema (the seed's kubectl get catalogmetadata -l)", func(ctx SpecContext) {
+		for schema, want := range map[string][]string{
+			"olm.package": {"hello-operator"},
+			"olm.channel": {"stable", "candidate"},
+			"olm.bundle":  {"hello-operator.v1.0.0", "hello-operator.v1.1.0", "hello-operator.v1.2.0"},
+		} {
+			l, err := metadata.List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName + ",schema=" + schema})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(names(l)).To(ConsistOf(want), schema)
+		}
+	})
+
+	It("selects by package and name with field selectors and gets one object with its blob unchanged", func(ctx SpecContext) {
+		l, err := metadata.List(ctx, metav1.ListOptions{FieldSelector: "spec.catalog=" + catalogName + ",spec.package=hello-operator,spec.name=hello-operator.v1.1.0"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Items).To(HaveLen(1))
+		got, err := metadata.Get(ctx, l.Items[0].GetName(), metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		content, _, _ := unstructured.NestedMap(got.Object, "spec", "content")
+		Expect(content).To(HaveKeyWithValue("schema", "olm.bundle"))
+		Expect(content).To(HaveKeyWithValue("image", "127.0.0.1:5001/bundles/hello-operator:v1.1.0"))
+		_, err = metadata.Get(ctx, "no-such-object", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	It("paginates with limit and continue", func(ctx SpecContext) {
+		var all []string
+		opts := metav1.ListOptions{LabelSelector: "catalog=" + catalogName, Limit: 4}
+		pages := 0
+		for {
+			l, err := metadata.List(ctx, opts)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(len(l.Items)).To(BeNumerically("<=", 4))
+			all = append(all, names(l)...)
+			pages++
+			if l.GetContinue() == "" {
+				break
+			}
+			opts.Continue = l.GetContinue()
+		}
+		Expect(pages).To(Equal(2))
+		Expect(all).To(HaveLen(6))
+	})
+
+	It("denies a user whom RBAC does not allow to read catalog metadata", func(ctx SpecContext) {
+		cfg := rest.CopyConfig(env.cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-nobody", Groups: []string{"system:authenticated"}}
+		nobody, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = nobody.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	})
+
+	It("sends watch events when the catalog's image changes, and removes everything when the Catalog is deleted", func(ctx SpecContext) {
+		l, err := metadata.List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := metadata.Watch(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName + ",schema=olm.bundle", ResourceVersion: l.GetResourceVersion()})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+
+		patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, refV2)
+		_, err = dc.Resource(catalogGVR).Patch(ctx, catalogName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(w.ResultChan()).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Receive(
+			Satisfy(func(ev watch.Event) bool {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					return false
+				}
+				n, _, _ := unstructured.NestedString(u.Object, "spec", "name")
+				return ev.Type == watch.Added && n == "hello-operator.v1.3.0"
+			})))
+
+		Expect(dc.Resource(catalogGVR).Delete(ctx, catalogName, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func(g Gomega) {
+			l, err := metadata.List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(l.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+})
+
