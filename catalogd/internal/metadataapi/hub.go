@@ -171,7 +171,7 @@ func (h *Hub) objectRV(name string) uint64 {
 
 func newObject(name string, e *entry, content []byte) *metadatav1alpha1.CatalogMetadata {
 	obj := &metadatav1alpha1.CatalogMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: metadatav1alpha1.SchemeGroupVersion.String(), Kind: "metadatav1alpha1.CatalogMetadata"},
+		TypeMeta: metav1.TypeMeta{APIVersion: metadatav1alpha1.SchemeGroupVersion.String(), Kind: "CatalogMetadata"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			ResourceVersion: strconv.FormatUint(e.rv, 10),

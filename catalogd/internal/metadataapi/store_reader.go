@@ -48,7 +48,12 @@ func (r StoreReader) Blobs(catalog string, f Filter, fn func(Blob) error) error 
 		if err != nil {
 			return err
 		}
-		if err := fn(Blob{Schema: e.Schema, Package: e.Package, Name: e.Name, Content: content}); err != nil {
+		pkg := e.Package
+		if pkg == "" && e.Schema == "olm.package" {
+			// An olm.package blob belongs to the package it names, so package selectors find it.
+			pkg = e.Name
+		}
+		if err := fn(Blob{Schema: e.Schema, Package: pkg, Name: e.Name, Content: content}); err != nil {
 			return err
 		}
 	}

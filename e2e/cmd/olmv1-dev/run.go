@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
+	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
 func registryCmd(ctx context.Context, args []string) error {
@@ -52,10 +54,18 @@ func runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	dir := cf.absDir()
+	metadataPort, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
 	e, err := localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
 		RepoRoot: *repoRoot, BinDir: absBin, Dir: dir, CacheDir: cf.cacheDir, RegistryAddr: *registryAddr, Log: os.Stderr,
 		ControllerArgs: map[string][]string{
-			"catalogd": {"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache")},
+			"catalogd": {
+				"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),
+				"--metadata-bind-address=127.0.0.1:" + strconv.Itoa(metadataPort), "--metadata-cert-dir=" + filepath.Join(dir, "catalogd", "metadata-certs"),
+				"--metadata-apiservice=local",
+			},
 		},
 	})
 	defer func() {
@@ -71,6 +81,10 @@ func runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	c, reg, ctrls := e.Cluster, e.Registry, e.Controllers
+	demoRef := reg.Addr + "/catalogs/demo:v1"
+	if err := pushDemoCatalog(ctx, filepath.Join(*repoRoot, "e2e", "testdata", "catalogs", "demo"), demoRef); err != nil {
+		return err
+	}
 	fmt.Printf(`
 OLM v1 is running on a local control plane (logs in %s).
 
@@ -80,12 +94,33 @@ OLM v1 is running on a local control plane (logs in %s).
   kubectl get nodes                 # kwok fake nodes: Deployments become Available
   kubectl get catalogs,bundledeployments,operators
 
+A demo catalog image is in the local registry; serve it and browse it with kubectl:
+
+  kubectl apply -f - <<EOF
+  apiVersion: catalogd.operatorframework.io/v1alpha1
+  kind: Catalog
+  metadata: {name: demo}
+  spec: {source: {type: Image, image: {ref: %s}}}
+  EOF
+  kubectl wait catalog/demo --for=condition=Serving --timeout=60s
+  kubectl get catalogmetadata -l catalog=demo,schema=olm.package
+
 Local OCI registry: %s (plain HTTP). Controllers:
-`, e.LogDir, c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, reg.Addr)
+`, e.LogDir, c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, demoRef, reg.Addr)
 	for _, ctl := range ctrls {
 		fmt.Printf("  %-20s pid %-7d ready %s  metrics https://%s/metrics\n", ctl.Name, ctl.PID, ctl.HealthURL, ctl.MetricsAddr)
 	}
 	fmt.Println("\nPress Ctrl-C to stop everything.")
 	<-ctx.Done()
 	return nil
+}
+
+// pushDemoCatalog builds the demo catalog image from the repository's testdata and pushes it.
+func pushDemoCatalog(ctx context.Context, dir, ref string) error {
+	img, err := imagebuild.CatalogImage(dir)
+	if err != nil {
+		return err
+	}
+	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+	return err
 }

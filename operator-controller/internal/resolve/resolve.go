@@ -101,7 +101,7 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		}
 	}
 	if anyManual {
-		probe, _ := s.solve(ctx, active)
+		probe, _ := s.solvePreferringDefaultChannels(ctx, active)
 		for i, r := range pinned {
 			if !r.Manual || r.Installed == nil {
 				continue
@@ -115,7 +115,7 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		}
 	}
 
-	bundles, failures := s.solve(ctx, pinned)
+	bundles, failures := s.solvePreferringDefaultChannels(ctx, pinned)
 	for _, r := range pinned {
 		if msg, failed := failures[r.Name]; failed {
 			out[r.Name] = Outcome{Message: msg}
@@ -189,6 +189,54 @@ type solver struct {
 	installed []olm.InstalledBundle
 	// allowed are the packages bundles may come from in the current solve.
 	allowed map[string]bool
+}
+
+// solvePreferringDefaultChannels solves reqs with every request that names no channel restricted to
+// its package's default channel; the requests that then fail are solved again with any channel.
+func (s *solver) solvePreferringDefaultChannels(ctx context.Context, reqs []Request) (map[string]*Bundle, map[string]string) {
+	preferred := append([]Request(nil), reqs...)
+	restricted := map[string]bool{}
+	for i, r := range preferred {
+		if r.Channel != "" {
+			continue
+		}
+		if ch := defaultChannel(s.idx, r); ch != "" {
+			preferred[i].Channel = ch
+			restricted[r.Name] = true
+		}
+	}
+	bundles, failures := s.solve(ctx, preferred)
+	retry := false
+	for i, r := range preferred {
+		if _, failed := failures[r.Name]; failed && restricted[r.Name] {
+			preferred[i].Channel = ""
+			retry = true
+		}
+	}
+	if !retry {
+		return bundles, failures
+	}
+	return s.solve(ctx, preferred)
+}
+
+// defaultChannel returns the default channel of the request's package when the catalogs it may use
+// agree on one, else "".
+func defaultChannel(idx *olm.Index, r Request) string {
+	allowed := map[string]bool{}
+	for _, c := range r.Catalogs {
+		allowed[c] = true
+	}
+	ch := ""
+	for _, info := range idx.PackageInfo(r.Package) {
+		if len(allowed) > 0 && !allowed[info.Catalog] {
+			continue
+		}
+		if info.DefaultChannel == "" || (ch != "" && ch != info.DefaultChannel) {
+			return ""
+		}
+		ch = info.DefaultChannel
+	}
+	return ch
 }
 
 // solve resolves reqs together. When they cannot be satisfied, the newest request among those named

@@ -251,8 +251,13 @@ func TestResolve(t *testing.T) {
 		want map[string]want
 	}{
 		{
-			name: "highest version of any channel, then catalog priority",
+			name: "highest version of the default channel, then catalog priority",
 			reqs: []Request{{Name: "op-a", Package: "a"}},
+			want: map[string]want{"op-a": {bundle: "a.v0.3.0", catalog: "other"}},
+		},
+		{
+			name: "any channel when the default channel has no match",
+			reqs: []Request{{Name: "op-a", Package: "a", VersionRange: ">=1.0.0"}},
 			want: map[string]want{"op-a": {bundle: "a.v1.0.0", catalog: "main"}},
 		},
 		{
@@ -333,7 +338,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "a failing Operator does not block the others",
 			reqs: []Request{{Name: "op-a", Package: "a", Order: 1}, {Name: "op-x", Package: "missing", Order: 2}},
-			want: map[string]want{"op-a": {bundle: "a.v1.0.0", catalog: "main"}, "op-x": {failure: []string{`"missing"`}}},
+			want: map[string]want{"op-a": {bundle: "a.v0.3.0", catalog: "other"}, "op-x": {failure: []string{`"missing"`}}},
 		},
 		{
 			name: "when two Operators conflict the newer one gives way",
@@ -346,7 +351,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "one Operator per package",
 			reqs: []Request{{Name: "first", Package: "a", Order: 1}, {Name: "second", Package: "a", Order: 2}},
-			want: map[string]want{"first": {bundle: "a.v1.0.0", catalog: "main"}, "second": {failure: []string{`already requested by Operator "first"`}}},
+			want: map[string]want{"first": {bundle: "a.v0.3.0", catalog: "other"}, "second": {failure: []string{`already requested by Operator "first"`}}},
 		},
 		{
 			name: "an invalid version range fails only its Operator",

@@ -1,0 +1,445 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+)
+
+var operatorGVR = schema.GroupVersionResource{Group: "operators.operatorframework.io", Version: "v1alpha1", Resource: "operators"}
+
+// exampleOperatorDir holds the example-operator bundles and catalogs (e2e/testdata/example-operator).
+func exampleOperatorDir() string {
+	return filepath.Join(env.repoRoot, "e2e", "testdata", "example-operator")
+}
+
+// pushExampleOperator pushes bundles 0.1.0 and 0.2.0 and the catalog images index:0.1.0 and
+// index:0.2.0 (bundle references rewritten to the local registry) and returns the catalog refs and
+// the bundle refs by version.
+func pushExampleOperator(ctx context.Context, repo string) (catalogs, bundles map[string]string) {
+	catalogs, bundles = map[string]string{}, map[string]string{}
+	for _, v := range []string{"0.1.0", "0.2.0"} {
+		img, err := imagebuild.RegistryV1BundleImage(filepath.Join(exampleOperatorDir(), "bundles", v))
+		Expect(err).NotTo(HaveOccurred())
+		bundles[v] = env.registry.Addr + "/bundles/example-operator:" + v
+		_, err = imagebuild.Push(ctx, img, bundles[v], imagebuild.WithInsecure())
+		Expect(err).NotTo(HaveOccurred())
+
+		fbc, err := os.ReadFile(filepath.Join(exampleOperatorDir(), "catalogs", "index-"+v, "catalog.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(strings.ReplaceAll(string(fbc), "registry.invalid", env.registry.Addr)), 0o644)).To(Succeed())
+		cimg, err := imagebuild.CatalogImage(dir)
+		Expect(err).NotTo(HaveOccurred())
+		catalogs[v] = env.registry.Addr + "/catalogs/" + repo + ":" + v
+		_, err = imagebuild.Push(ctx, cimg, catalogs[v], imagebuild.WithInsecure())
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return catalogs, bundles
+}
+
+// pushCatalog builds a catalog image from one FBC file's content and pushes it as repo:tag.
+func pushCatalog(ctx context.Context, fbc, repo, tag string) string {
+	dir := GinkgoT().TempDir()
+	Expect(os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(fbc), 0o644)).To(Succeed())
+	img, err := imagebuild.CatalogImage(dir)
+	Expect(err).NotTo(HaveOccurred())
+	ref := env.registry.Addr + "/catalogs/" + repo + ":" + tag
+	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+	Expect(err).NotTo(HaveOccurred())
+	return ref
+}
+
+// pushBundleAs pushes the example-operator bundle of version v under another repository and tag.
+func pushBundleAs(ctx context.Context, v, repoTag string) string {
+	img, err := imagebuild.RegistryV1BundleImage(filepath.Join(exampleOperatorDir(), "bundles", v))
+	Expect(err).NotTo(HaveOccurred())
+	ref := env.registry.Addr + "/bundles/" + repoTag
+	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+	Expect(err).NotTo(HaveOccurred())
+	return ref
+}
+
+// fbcBundle renders an olm.bundle blob (JSON) with extra properties (JSON objects joined by commas).
+func fbcBundle(pkg, version, image, extra string) string {
+	props := fmt.Sprintf(`{"type":"olm.package","value":{"packageName":%q,"version":%q}}`, pkg, version)
+	if extra != "" {
+		props += "," + extra
+	}
+	return fmt.Sprintf(`{"schema":"olm.bundle","package":%q,"name":"%s.v%s","image":%q,"properties":[%s]}`+"\n", pkg, pkg, version, image, props)
+}
+
+var _ = Describe("operator-controller", Label("operator-controller"), func() {
+	var (
+		dc  dynamic.Interface
+		bdc client.Client
+	)
+
+	BeforeEach(func() {
+		var err error
+		dc, err = dynamic.NewForConfig(env.cfg)
+		Expect(err).NotTo(HaveOccurred())
+		scheme := runtime.NewScheme()
+		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
+		bdc, err = client.New(env.cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	// waitOperatorCondition waits until the Operator's condition has the status for its generation.
+	waitOperatorCondition := func(ctx context.Context, name, typ, status string, timeout time.Duration) *unstructured.Unstructured {
+		var got *unstructured.Unstructured
+		Eventually(func(g Gomega) {
+			var err error
+			got, err = dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := findCondition(got, typ)
+			g.Expect(c).NotTo(BeNil(), "condition %s; conditions: %v", typ, got.Object["status"])
+			g.Expect(c["observedGeneration"]).To(BeEquivalentTo(got.GetGeneration()))
+			g.Expect(c["status"]).To(Equal(status), "%s: %v", typ, c)
+		}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+		return got
+	}
+
+	// waitBundleDeploymentRef waits until the Operator's BundleDeployment references ref.
+	waitBundleDeploymentRef := func(ctx context.Context, name, ref string) *rukpakv1alpha1.BundleDeployment {
+		bd := &rukpakv1alpha1.BundleDeployment{}
+		Eventually(func(g Gomega) {
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: name}, bd)).To(Succeed())
+			g.Expect(bd.Spec.Source.Image).NotTo(BeNil())
+			g.Expect(bd.Spec.Source.Image.Ref).To(Equal(ref))
+		}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), func() string {
+			op, err := dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("Operator status: %v", op.Object["status"])
+		})
+		return bd
+	}
+
+	// createServingCatalog creates a Catalog on an image and waits until it serves it.
+	createServingCatalog := func(ctx context.Context, name, ref string) {
+		catalogs := dc.Resource(catalogGVR)
+		_, err := catalogs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{"ref": ref}}},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, name, metav1.DeleteOptions{}) })
+		Eventually(func(g Gomega) {
+			got, err := catalogs.Get(ctx, name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}
+
+	// createOperator creates an Operator with spec and deletes it when the spec ends, waiting until
+	// its BundleDeployment is gone.
+	createOperator := func(ctx context.Context, name string, spec map[string]any) {
+		ops := dc.Resource(operatorGVR)
+		_, err := ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
+			"metadata": map[string]any{"name": name}, "spec": spec,
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = ops.Delete(ctx, name, metav1.DeleteOptions{})
+			Eventually(func() bool {
+				return apierrors.IsNotFound(bdc.Get(ctx, client.ObjectKey{Name: name}, &rukpakv1alpha1.BundleDeployment{}))
+			}).WithContext(ctx).WithTimeout(2*time.Minute).Should(BeTrue(), "BundleDeployment %s is removed with its Operator", name)
+		})
+	}
+
+	patchOperator := func(ctx context.Context, name, patch string) {
+		_, err := dc.Resource(operatorGVR).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	}
+
+	conditionMessage := func(op *unstructured.Unstructured, typ string) string {
+		m, _ := findCondition(op, typ)["message"].(string)
+		return m
+	}
+
+	It("installs example-operator from index 0.1.0, follows the catalog to 0.2.0, and removes everything on deletion", Label("seed-catalog-update"), func(ctx SpecContext) {
+		const catalogName, opName, installNS = "example-catalog", "example-operator", "example-operator-system"
+		catalogRefs, bundleRefs := pushExampleOperator(ctx, "example-index")
+
+		By("creating a Catalog on index:0.1.0 and waiting until it is unpacked and served")
+		catalogs := dc.Resource(catalogGVR)
+		_, err := catalogs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": catalogName},
+			"spec":     map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{"ref": catalogRefs["0.1.0"]}}},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{})
+		})
+		Eventually(func(g Gomega) {
+			got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(findCondition(got, "Unpacked")).To(HaveKeyWithValue("status", "True"))
+			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("listing its package, channel and bundle through CatalogMetadata")
+		Eventually(func(g Gomega) {
+			list, err := dc.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+			g.Expect(err).NotTo(HaveOccurred())
+			var got []string
+			for _, item := range list.Items {
+				schema, _, _ := unstructured.NestedString(item.Object, "spec", "schema")
+				name, _, _ := unstructured.NestedString(item.Object, "spec", "name")
+				got = append(got, schema+"/"+name)
+			}
+			g.Expect(got).To(ConsistOf("olm.package/example-operator", "olm.channel/stable", "olm.bundle/example-operator.v0.1.0"))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("creating the Operator: a BundleDeployment installs bundle 0.1.0")
+		ops := dc.Resource(operatorGVR)
+		_, err = ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
+			"metadata": map[string]any{"name": opName},
+			"spec":     map[string]any{"packageName": "example-operator"},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = ops.Delete(ctx, opName, metav1.DeleteOptions{}) })
+		bd := waitBundleDeploymentRef(ctx, opName, bundleRefs["0.1.0"])
+		Expect(bd.Spec.ProvisionerClassName).To(Equal(rukpakv1alpha1.ProvisionerRegistry))
+		Expect(bd.Spec.InstallNamespace).To(Equal(installNS), "the CSV's suggested namespace")
+		waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+		got := waitOperatorCondition(ctx, opName, "Healthy", "True", 2*time.Minute)
+		version, _, _ := unstructured.NestedString(got.Object, "status", "installedBundle", "version")
+		Expect(version).To(Equal("0.1.0"))
+
+		By("moving the Catalog to index:0.2.0: the same BundleDeployment moves to bundle 0.2.0")
+		start := time.Now()
+		patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, catalogRefs["0.2.0"])
+		_, err = catalogs.Patch(ctx, catalogName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		moved := waitBundleDeploymentRef(ctx, opName, bundleRefs["0.2.0"])
+		fmt.Fprintf(GinkgoWriter, "catalog image update → BundleDeployment on bundle 0.2.0: %v\n", time.Since(start))
+		Expect(moved.UID).To(Equal(bd.UID))
+		Eventually(func(g Gomega) {
+			got := waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+			version, _, _ := unstructured.NestedString(got.Object, "status", "installedBundle", "version")
+			g.Expect(version).To(Equal("0.2.0"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("deleting the Operator and the Catalog: no BundleDeployment, no CatalogMetadata, no install namespace remain")
+		Expect(ops.Delete(ctx, opName, metav1.DeleteOptions{})).To(Succeed())
+		Expect(catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, &rukpakv1alpha1.BundleDeployment{})).To(Satisfy(apierrors.IsNotFound))
+			list, err := dc.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(BeEmpty())
+			_, err = env.clientset.CoreV1().Namespaces().Get(ctx, installNS, metav1.GetOptions{})
+			g.Expect(err).To(Satisfy(apierrors.IsNotFound))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	})
+	It("moves an installed Operator only along upgrade edges; Ignore allows a jump; Manual waits for approval", Label("upgrade-edges"), func(ctx SpecContext) {
+		const pkg, opName = "edges-operator", "edges-operator"
+		img := map[string]string{
+			"0.1.0": pushBundleAs(ctx, "0.1.0", "edges-operator:0.1.0"),
+			"0.2.0": pushBundleAs(ctx, "0.2.0", "edges-operator:0.2.0"),
+			"1.0.0": pushBundleAs(ctx, "0.2.0", "edges-operator:1.0.0"),
+		}
+		// stable: 0.1.0 → 0.2.0 (replaces); fast: 1.0.0, with no edge from 0.1.0 or 0.2.0.
+		fbc := `{"schema":"olm.package","name":"edges-operator","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"edges-operator","name":"stable","entries":[{"name":"edges-operator.v0.1.0"},{"name":"edges-operator.v0.2.0","replaces":"edges-operator.v0.1.0"}]}
+{"schema":"olm.channel","package":"edges-operator","name":"fast","entries":[{"name":"edges-operator.v1.0.0"}]}
+` + fbcBundle(pkg, "0.1.0", img["0.1.0"], "") + fbcBundle(pkg, "0.2.0", img["0.2.0"], "") + fbcBundle(pkg, "1.0.0", img["1.0.0"], "")
+		createServingCatalog(ctx, "edges-catalog", pushCatalog(ctx, fbc, "edges-index", "v1"))
+
+		By("installing 0.1.0 with upgradePolicy Manual")
+		createOperator(ctx, opName, map[string]any{"packageName": pkg, "version": "0.1.0", "upgradePolicy": "Manual"})
+		waitBundleDeploymentRef(ctx, opName, img["0.1.0"])
+		waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+
+		By("widening the version range: Manual offers 0.2.0 (the replaces edge) and keeps 0.1.0")
+		patchOperator(ctx, opName, `{"spec":{"version":""}}`)
+		op := waitOperatorCondition(ctx, opName, "UpgradeAvailable", "True", time.Minute)
+		Expect(conditionMessage(op, "UpgradeAvailable")).To(ContainSubstring(`"approvedVersion":"0.2.0"`))
+		Consistently(func(g Gomega) {
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
+			g.Expect(bd.Spec.Source.Image.Ref).To(Equal(img["0.1.0"]))
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("approving 0.2.0")
+		patchOperator(ctx, opName, `{"spec":{"approvedVersion":"0.2.0"}}`)
+		waitBundleDeploymentRef(ctx, opName, img["0.2.0"])
+		waitOperatorCondition(ctx, opName, "UpgradeAvailable", "False", time.Minute)
+
+		By("asking for 1.0.0 under Enforce: refused, 0.2.0 stays installed")
+		patchOperator(ctx, opName, `{"spec":{"upgradePolicy":"Automatic","approvedVersion":null,"version":"1.0.0"}}`)
+		op = waitOperatorCondition(ctx, opName, "Resolved", "False", time.Minute)
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("no upgrade edge"))
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("stays installed"))
+		bd := &rukpakv1alpha1.BundleDeployment{}
+		Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
+		Expect(bd.Spec.Source.Image.Ref).To(Equal(img["0.2.0"]))
+
+		By("upgradeConstraintPolicy Ignore allows the jump to 1.0.0")
+		patchOperator(ctx, opName, `{"spec":{"upgradeConstraintPolicy":"Ignore"}}`)
+		waitBundleDeploymentRef(ctx, opName, img["1.0.0"])
+		waitOperatorCondition(ctx, opName, "Resolved", "True", time.Minute)
+		Eventually(func(g Gomega) {
+			op := waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+			version, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
+			g.Expect(version).To(Equal("1.0.0"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+
+	It("installs a bundle that needs another package's API only once an Operator installs that package", Label("dependencies"), func(ctx SpecContext) {
+		gvk := `{"group":"widgets.example.olmv1.io","version":"v1","kind":"Widget"}`
+		needsImg := pushBundleAs(ctx, "0.1.0", "widget-consumer:1.0.0")
+		providerImg := pushBundleAs(ctx, "0.2.0", "widget-provider:1.0.0")
+		fbc := `{"schema":"olm.package","name":"widget-consumer","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"widget-consumer","name":"stable","entries":[{"name":"widget-consumer.v1.0.0"}]}
+{"schema":"olm.package","name":"widget-provider","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"widget-provider","name":"stable","entries":[{"name":"widget-provider.v1.0.0"}]}
+` + fbcBundle("widget-consumer", "1.0.0", needsImg, `{"type":"olm.gvk.required","value":`+gvk+`}`) +
+			fbcBundle("widget-provider", "1.0.0", providerImg, `{"type":"olm.gvk","value":`+gvk+`}`)
+		createServingCatalog(ctx, "widgets-catalog", pushCatalog(ctx, fbc, "widgets-index", "v1"))
+
+		By("an Operator for widget-consumer alone is not installed, and says which Operator to create")
+		createOperator(ctx, "widget-consumer", map[string]any{"packageName": "widget-consumer"})
+		op := waitOperatorCondition(ctx, "widget-consumer", "Resolved", "False", time.Minute)
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("widgets.example.olmv1.io/v1 Widget"))
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring(`packageName "widget-provider"`))
+		Expect(bdc.Get(ctx, client.ObjectKey{Name: "widget-consumer"}, &rukpakv1alpha1.BundleDeployment{})).To(Satisfy(apierrors.IsNotFound))
+
+		By("an Operator for widget-provider lets both install")
+		createOperator(ctx, "widget-provider", map[string]any{"packageName": "widget-provider"})
+		waitBundleDeploymentRef(ctx, "widget-provider", providerImg)
+		waitBundleDeploymentRef(ctx, "widget-consumer", needsImg)
+		waitOperatorCondition(ctx, "widget-provider", "Installed", "True", 2*time.Minute)
+		waitOperatorCondition(ctx, "widget-consumer", "Installed", "True", 2*time.Minute)
+	})
+	It("installs the seed's ConfigMap catalog's package and removes it on deletion", Label("seed-configmap-flow"), func(ctx SpecContext) {
+		const cmName, catalogName, opName = "seed-flow-content", "seed-flow", "hello-operator"
+		content, err := os.ReadFile(filepath.Join(env.repoRoot, "e2e", "testdata", "catalogs", "demo", "catalog.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = env.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: catalogdNamespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: catalogdNamespace}, Data: map[string]string{"catalog.yaml": string(content)}}
+		_, err = env.clientset.CoreV1().ConfigMaps(catalogdNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = env.clientset.CoreV1().ConfigMaps(catalogdNamespace).Delete(ctx, cmName, metav1.DeleteOptions{})
+		})
+		catalogs := dc.Resource(catalogGVR)
+		_, err = catalogs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": catalogName},
+			"spec": map[string]any{"source": map[string]any{"type": "ConfigMaps", "configMaps": []any{
+				map[string]any{"configMap": map[string]any{"name": cmName}, "path": "configs"},
+			}}},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{}) })
+		Eventually(func(g Gomega) {
+			got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("an Operator for hello-operator gets a BundleDeployment for the highest bundle of the default channel")
+		createOperator(ctx, opName, map[string]any{"packageName": "hello-operator"})
+		bd := waitBundleDeploymentRef(ctx, opName, "127.0.0.1:5001/bundles/hello-operator:v1.1.0")
+		Expect(bd.Spec.InstallNamespace).To(Equal("hello-operator"))
+		op := waitOperatorCondition(ctx, opName, "Resolved", "True", time.Minute)
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("hello-operator.v1.1.0"))
+
+		By("deleting the Operator and the Catalog removes the BundleDeployment, the namespace and the CatalogMetadata")
+		Expect(dc.Resource(operatorGVR).Delete(ctx, opName, metav1.DeleteOptions{})).To(Succeed())
+		Expect(catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, &rukpakv1alpha1.BundleDeployment{})).To(Satisfy(apierrors.IsNotFound))
+			list, err := dc.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{LabelSelector: "catalog=" + catalogName})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(BeEmpty())
+			_, err = env.clientset.CoreV1().Namespaces().Get(ctx, "hello-operator", metav1.GetOptions{})
+			g.Expect(err).To(Satisfy(apierrors.IsNotFound))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	})
+
+	It("installs the highest semver bundle of strimzi's default channel, Installed and Healthy", Label("seed-highest-semver"), func(ctx SpecContext) {
+		root := os.Getenv("OLMV1_TESTDATA")
+		if root == "" {
+			root = filepath.Join(env.repoRoot, "..", "shared", "testdata")
+		}
+		dir := filepath.Join(root, "bundles", "strimzi-kafka-operator")
+		if _, err := os.Stat(dir); err != nil {
+			Skip(fmt.Sprintf("strimzi bundles not found at %s (set OLMV1_TESTDATA): %v", dir, err))
+		}
+		// stable: 0.33.0 → 0.33.1 → 0.33.2 → 0.34.0 (default); strimzi-0.35.x: 0.35.0, a newer
+		// version outside the default channel.
+		fbc := `{"schema":"olm.package","name":"strimzi-kafka-operator","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"strimzi-kafka-operator","name":"stable","entries":[{"name":"strimzi-cluster-operator.v0.33.0"},{"name":"strimzi-cluster-operator.v0.33.1","replaces":"strimzi-cluster-operator.v0.33.0"},{"name":"strimzi-cluster-operator.v0.33.2","replaces":"strimzi-cluster-operator.v0.33.1"},{"name":"strimzi-cluster-operator.v0.34.0","replaces":"strimzi-cluster-operator.v0.33.2"}]}
+{"schema":"olm.channel","package":"strimzi-kafka-operator","name":"strimzi-0.35.x","entries":[{"name":"strimzi-cluster-operator.v0.35.0"}]}
+`
+		refs := map[string]string{}
+		for _, v := range []string{"0.33.0", "0.33.1", "0.33.2", "0.34.0", "0.35.0"} {
+			img, err := imagebuild.RegistryV1BundleImage(filepath.Join(dir, v))
+			Expect(err).NotTo(HaveOccurred())
+			refs[v] = env.registry.Addr + "/bundles/strimzi-kafka-operator:" + v
+			_, err = imagebuild.Push(ctx, img, refs[v], imagebuild.WithInsecure())
+			Expect(err).NotTo(HaveOccurred())
+			fbc += strings.Replace(fbcBundle("strimzi-kafka-operator", v, refs[v], ""), `"name":"strimzi-kafka-operator.v`, `"name":"strimzi-cluster-operator.v`, 1)
+		}
+		createServingCatalog(ctx, "strimzi-catalog", pushCatalog(ctx, fbc, "strimzi-index", "v1"))
+		// Runs last (after the Operator and its BundleDeployment are gone): rukpak keeps CRDs on
+		// uninstall, and other specs install strimzi too.
+		DeferCleanup(func(ctx SpecContext) {
+			crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+			list, err := crds.List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			for _, crd := range list.Items {
+				if strings.HasSuffix(crd.GetName(), ".strimzi.io") {
+					_ = crds.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
+				}
+			}
+			Eventually(func(g Gomega) {
+				list, err := crds.List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, crd := range list.Items {
+					g.Expect(crd.GetName()).NotTo(HaveSuffix(".strimzi.io"))
+				}
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		})
+
+		createOperator(ctx, "strimzi", map[string]any{"packageName": "strimzi-kafka-operator"})
+		bd := waitBundleDeploymentRef(ctx, "strimzi", refs["0.34.0"])
+		Expect(bd.Spec.ProvisionerClassName).To(Equal(rukpakv1alpha1.ProvisionerRegistry))
+		waitOperatorCondition(ctx, "strimzi", "Installed", "True", 3*time.Minute)
+		op := waitOperatorCondition(ctx, "strimzi", "Healthy", "True", 3*time.Minute)
+		version, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
+		Expect(version).To(Equal("0.34.0"))
+	})
+})
