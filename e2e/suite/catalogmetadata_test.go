@@ -181,4 +181,3 @@ var _ = Describe("CatalogMetadata API", Label("catalogmetadata"), Ordered, func(
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
 })
-

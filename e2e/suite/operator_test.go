@@ -414,10 +414,19 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 			fbc += strings.Replace(fbcBundle("strimzi-kafka-operator", v, refs[v], ""), `"name":"strimzi-kafka-operator.v`, `"name":"strimzi-cluster-operator.v`, 1)
 		}
 		createServingCatalog(ctx, "strimzi-catalog", pushCatalog(ctx, fbc, "strimzi-index", "v1"))
+		crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+		noStrimziCRDs := func(g Gomega) {
+			list, err := crds.List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, crd := range list.Items {
+				g.Expect(crd.GetName()).NotTo(HaveSuffix(".strimzi.io"))
+			}
+		}
+		By("waiting until CRDs of an earlier strimzi install are gone: a CRD created again while its old storage shuts down is slow to delete")
+		Eventually(noStrimziCRDs).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		// Runs last (after the Operator and its BundleDeployment are gone): rukpak keeps CRDs on
 		// uninstall, and other specs install strimzi too.
 		DeferCleanup(func(ctx SpecContext) {
-			crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 			list, err := crds.List(ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			for _, crd := range list.Items {
@@ -425,20 +434,14 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 					_ = crds.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
 				}
 			}
-			Eventually(func(g Gomega) {
-				list, err := crds.List(ctx, metav1.ListOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				for _, crd := range list.Items {
-					g.Expect(crd.GetName()).NotTo(HaveSuffix(".strimzi.io"))
-				}
-			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			Eventually(noStrimziCRDs).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		})
 
-		createOperator(ctx, "strimzi", map[string]any{"packageName": "strimzi-kafka-operator"})
-		bd := waitBundleDeploymentRef(ctx, "strimzi", refs["0.34.0"])
+		createOperator(ctx, "strimzi-highest", map[string]any{"packageName": "strimzi-kafka-operator"})
+		bd := waitBundleDeploymentRef(ctx, "strimzi-highest", refs["0.34.0"])
 		Expect(bd.Spec.ProvisionerClassName).To(Equal(rukpakv1alpha1.ProvisionerRegistry))
-		waitOperatorCondition(ctx, "strimzi", "Installed", "True", 3*time.Minute)
-		op := waitOperatorCondition(ctx, "strimzi", "Healthy", "True", 3*time.Minute)
+		waitOperatorCondition(ctx, "strimzi-highest", "Installed", "True", 3*time.Minute)
+		op := waitOperatorCondition(ctx, "strimzi-highest", "Healthy", "True", 3*time.Minute)
 		version, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
 		Expect(version).To(Equal("0.34.0"))
 	})

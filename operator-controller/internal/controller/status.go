@@ -90,7 +90,7 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc)
 		return
 	case bd == nil:
 		op.Status.InstalledBundle = nil
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending, "no bundle is installed: nothing was resolved yet")
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending, "no bundle is installed yet (see the Resolved condition)")
 		return
 	}
 	c := bdCondition(bd, rukpakv1alpha1.TypeInstalled)
