@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,6 +20,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/e2e/localcluster"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
@@ -36,24 +36,8 @@ func exampleOperatorDir() string {
 // index:0.2.0 (bundle references rewritten to the local registry) and returns the catalog refs and
 // the bundle refs by version.
 func pushExampleOperator(ctx context.Context, repo string) (catalogs, bundles map[string]string) {
-	catalogs, bundles = map[string]string{}, map[string]string{}
-	for _, v := range []string{"0.1.0", "0.2.0"} {
-		img, err := imagebuild.RegistryV1BundleImage(filepath.Join(exampleOperatorDir(), "bundles", v))
-		Expect(err).NotTo(HaveOccurred())
-		bundles[v] = env.registry.Addr + "/bundles/example-operator:" + v
-		_, err = imagebuild.Push(ctx, img, bundles[v], imagebuild.WithInsecure())
-		Expect(err).NotTo(HaveOccurred())
-
-		fbc, err := os.ReadFile(filepath.Join(exampleOperatorDir(), "catalogs", "index-"+v, "catalog.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		dir := GinkgoT().TempDir()
-		Expect(os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(strings.ReplaceAll(string(fbc), "registry.invalid", env.registry.Addr)), 0o644)).To(Succeed())
-		cimg, err := imagebuild.CatalogImage(dir)
-		Expect(err).NotTo(HaveOccurred())
-		catalogs[v] = env.registry.Addr + "/catalogs/" + repo + ":" + v
-		_, err = imagebuild.Push(ctx, cimg, catalogs[v], imagebuild.WithInsecure())
-		Expect(err).NotTo(HaveOccurred())
-	}
+	catalogs, bundles, err := localcluster.PushExampleOperator(ctx, env.repoRoot, env.registry.Addr, repo)
+	Expect(err).NotTo(HaveOccurred())
 	return catalogs, bundles
 }
 

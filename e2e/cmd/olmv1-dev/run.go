@@ -85,6 +85,10 @@ func runCmd(ctx context.Context, args []string) error {
 	if err := pushDemoCatalog(ctx, filepath.Join(*repoRoot, "e2e", "testdata", "catalogs", "demo"), demoRef); err != nil {
 		return err
 	}
+	// The seed's demo 1: example-operator bundles 0.1.0 and 0.2.0, catalog images index:0.1.0 and index:0.2.0.
+	if _, _, err := localcluster.PushExampleOperator(ctx, *repoRoot, reg.Addr, "index"); err != nil {
+		return fmt.Errorf("pushing the example-operator images: %w", err)
+	}
 	fmt.Printf(`
 OLM v1 is running on a local control plane (logs in %s).
 
@@ -105,7 +109,10 @@ A demo catalog image is in the local registry; serve it and browse it with kubec
   kubectl wait catalog/demo --for=condition=Serving --timeout=60s
   kubectl get catalogmetadata -l catalog=demo,schema=olm.package
 
-Local OCI registry: %s (plain HTTP). Controllers:
+The README's demo 1 (an Operator installed from a catalog, then upgraded by a catalog update) uses
+%[6]s/catalogs/index:0.1.0 and :0.2.0, already pushed.
+
+Local OCI registry: %[6]s (plain HTTP). Controllers:
 `, e.LogDir, c.Kubeconfig, c.AssetsDir, localcluster.KubernetesVersion, demoRef, reg.Addr)
 	for _, ctl := range ctrls {
 		fmt.Printf("  %-20s pid %-7d ready %s  metrics https://%s/metrics\n", ctl.Name, ctl.PID, ctl.HealthURL, ctl.MetricsAddr)
