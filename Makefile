@@ -16,8 +16,9 @@ DEV          := $(BIN_DIR)/olmv1-dev
 export OLMV1_CACHE_DIR ?= $(HOME)/.cache/olmv1
 # Real third-party catalogs and bundles for real-data tests and benchmarks.
 export OLMV1_TESTDATA ?= $(abspath $(CURDIR)/../shared/testdata)
-# Ginkgo label filter for `make test-e2e`, e.g. E2E_LABELS='foundation && !slow'.
-E2E_LABELS   ?=
+# Ginkgo label filter for `make test-e2e`, e.g. E2E_LABELS='foundation && !slow'. By default every spec
+# runs except the rukpak scale measurement (E2E_LABELS=rukpak-scale runs it).
+E2E_LABELS   ?= !rukpak-scale
 E2E_TIMEOUT  ?= 30m
 
 include hack/generate.mk
