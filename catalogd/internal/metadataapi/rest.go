@@ -230,27 +230,34 @@ func (r *REST) Watch(_ context.Context, opts *metainternalversion.ListOptions) (
 	var initial []*metadatav1alpha1.CatalogMetadata
 	switch rv {
 	case "", "0":
-		names := make([]string, 0, len(h.byName))
-		for name := range h.byName {
-			names = append(names, name)
+		// One store query per catalog (narrowed by the selector's exact values) gives every initial
+		// object its content, instead of one query per object.
+		byName := map[string]*metadatav1alpha1.CatalogMetadata{}
+		for name, e := range h.byName {
+			if obj := newObject(name, e, nil); sel.matches(obj) {
+				byName[name] = obj
+			}
 		}
-		sort.Strings(names)
-		for _, name := range names {
-			e := h.byName[name]
-			obj := newObject(name, e, nil)
-			if !sel.matches(obj) {
+		for catalog := range h.catalogs {
+			if sel.catalog != "" && catalog != sel.catalog {
 				continue
 			}
-			// The content of each initial object is read from the store.
-			if err := h.reader.Blobs(e.catalog, Filter{Schema: e.schema, Package: e.pkg, Name: e.name}, func(b Blob) error {
-				if ObjectName(e.catalog, b.Schema, b.Package, b.Name) == name {
+			if err := h.reader.Blobs(catalog, sel.filter, func(b Blob) error {
+				if obj, ok := byName[ObjectName(catalog, b.Schema, b.Package, b.Name)]; ok {
 					obj.Spec.Content = runtime.RawExtension{Raw: b.Content}
 				}
 				return nil
 			}); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
-			initial = append(initial, obj)
+		}
+		names := make([]string, 0, len(byName))
+		for name := range byName {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			initial = append(initial, byName[name])
 		}
 	default:
 		v, err := strconv.ParseUint(rv, 10, 64)
