@@ -93,6 +93,11 @@ type CatalogStatus struct {
 	// +optional
 	ContentHash string `json:"contentHash,omitempty"`
 
+	// shortHash is the first 12 hex digits of contentHash, for display (the HASH column of
+	// `kubectl get catalogs`); enough to tell two contents apart at a glance.
+	// +optional
+	ShortHash string `json:"shortHash,omitempty"`
+
 	// lastUnpacked is when the served content was last unpacked successfully.
 	// +optional
 	LastUnpacked *metav1.Time `json:"lastUnpacked,omitempty"`
@@ -121,7 +126,8 @@ type CatalogStatus struct {
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.type`
 // +kubebuilder:printcolumn:name="Serving",type=string,JSONPath=`.status.conditions[?(@.type=="Serving")].status`
 // +kubebuilder:printcolumn:name="Unpacked",type=string,JSONPath=`.status.conditions[?(@.type=="Unpacked")].status`
-// +kubebuilder:printcolumn:name="Hash",type=string,JSONPath=`.status.contentHash`
+// +kubebuilder:printcolumn:name="Hash",type=string,JSONPath=`.status.shortHash`
+// +kubebuilder:printcolumn:name="Content Hash",type=string,JSONPath=`.status.contentHash`,priority=1
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.counts.bundles`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

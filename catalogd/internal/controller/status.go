@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,19 @@ func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *sto
 	}
 	meta.SetStatusCondition(&cat.Status.Conditions, serving)
 	cat.Status.ObservedGeneration = gen
+	cat.Status.ShortHash = shortHash(cat.Status.ContentHash)
+}
+
+// shortHash is the first 12 hex digits of a "sha256:<hex>" content hash ("" for "").
+func shortHash(h string) string {
+	_, hex, found := strings.Cut(h, ":")
+	if !found {
+		hex = h
+	}
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return hex
 }
 
 func describeResolved(rs *rukpakv1alpha1.ResolvedSource) string {

@@ -79,3 +79,20 @@ func TestUsesConfigMap(t *testing.T) {
 		t.Error("an Image source uses no ConfigMap")
 	}
 }
+
+func TestShortHash(t *testing.T) {
+	for in, want := range map[string]string{
+		"sha256:0123456789abcdef0123": "0123456789ab",
+		"sha256:abc":                  "abc",
+		"":                            "",
+	} {
+		if got := shortHash(in); got != want {
+			t.Errorf("shortHash(%q) = %q, want %q", in, got, want)
+		}
+	}
+	cat := &catalogdv1alpha1.Catalog{Status: catalogdv1alpha1.CatalogStatus{ContentHash: "sha256:fedcba9876543210"}}
+	setConditions(cat, unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded}, &storage.Content{Hash: "sha256:fedcba9876543210"})
+	if cat.Status.ShortHash != "fedcba987654" {
+		t.Errorf("status.shortHash = %q after setConditions", cat.Status.ShortHash)
+	}
+}

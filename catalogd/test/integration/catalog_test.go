@@ -129,7 +129,8 @@ conditions:
 - {type: Unpacked, status: "False", reason: UnpackFailed, message: "image not found", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
 - {type: Serving, status: "True", reason: ServingPreviousContent, message: "serving generation 1", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
 resolvedSource: {type: Image, image: {ref: "quay.io/operatorhubio/catalog@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
-contentHash: "sha256:abcd"
+contentHash: "sha256:abcd0123456789abcdef"
+shortHash: "abcd01234567"
 lastUnpacked: "2026-01-01T00:00:00Z"
 contentURL: "https://catalogd.olmv1-system.svc/catalogs/printed/all.json"
 servedGeneration: 1
@@ -140,7 +141,8 @@ counts: {packages: 1, channels: 2, bundles: 5}
 		{Name: "Source", Cell: "Image"},
 		{Name: "Serving", Cell: "True"},
 		{Name: "Unpacked", Cell: "False"},
-		{Name: "Hash", Cell: "sha256:abcd"},
+		{Name: "Hash", Cell: "abcd01234567"},
+		{Name: "Content Hash", Priority: 1, Cell: "sha256:abcd0123456789abcdef"},
 		{Name: "Priority", Priority: 1, Cell: "7"},
 		{Name: "Bundles", Priority: 1, Cell: "5"},
 		{Name: "Age"},

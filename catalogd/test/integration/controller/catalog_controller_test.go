@@ -320,7 +320,8 @@ func TestPollingPicksUpRepushedTag(t *testing.T) {
 	cat := waitFor(t, name, servingOK(1))
 	hash1, last1 := cat.Status.ContentHash, cat.Status.LastUnpacked
 
-	time.Sleep(3 * time.Second) // about three polls of an unchanged tag
+	polls := env.registry.unpackCount(key)
+	eventually(t, "the tag is polled three more times", func() bool { return env.registry.unpackCount(key) >= polls+3 })
 	if n := env.registry.fetchCount(key); n != 1 {
 		t.Errorf("unchanged tag fetched %d times, want 1", n)
 	}

@@ -23,6 +23,7 @@ type fakeRegistry struct {
 	mu       sync.Mutex
 	tags     map[string]map[string]string // ref -> file name -> content
 	fetches  map[string]int               // key -> number of fetches
+	unpacks  map[string]int               // key -> number of Unpack calls (fetches and polls)
 	cleanups map[string]int
 	blocked  map[string]chan struct{} // ref -> closed when an Unpack of ref may proceed
 }
@@ -37,7 +38,7 @@ func (f *fakeRegistry) block(ref string) (release func()) {
 }
 
 func newFakeRegistry(dir string) *fakeRegistry {
-	return &fakeRegistry{dir: dir, tags: map[string]map[string]string{}, fetches: map[string]int{}, cleanups: map[string]int{}, blocked: map[string]chan struct{}{}}
+	return &fakeRegistry{dir: dir, tags: map[string]map[string]string{}, fetches: map[string]int{}, unpacks: map[string]int{}, cleanups: map[string]int{}, blocked: map[string]chan struct{}{}}
 }
 
 // push sets the files of ref (re-pushing a tag replaces them).
@@ -51,6 +52,12 @@ func (f *fakeRegistry) fetchCount(key string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fetches[key]
+}
+
+func (f *fakeRegistry) unpackCount(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unpacks[key]
 }
 
 func (f *fakeRegistry) cleanupCount(key string) int {
@@ -83,6 +90,7 @@ func (f *fakeRegistry) Unpack(ctx context.Context, key string, src rukpakv1alpha
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.unpacks[key]++
 	files, ok := f.tags[src.Image.Ref]
 	if !ok {
 		return nil, &source.Error{Kind: source.KindNotFound, Reason: source.ReasonUnpackFailed, Retryable: true,
