@@ -1,7 +1,8 @@
 // Package fbc parses, validates and canonicalises file-based catalogs (FBC).
 //
-// Load reads every JSON and YAML file of a directory tree (honouring .indexignore files) with
-// operator-registry's declcfg walker, checks that the blobs form a valid model (packages, channels,
+// Load reads every JSON and YAML file of a directory tree (honouring .indexignore files, as
+// operator-registry's declcfg walker does, but with its own faster parser: see walkMetas), checks
+// that the blobs form a valid model (packages, channels,
 // bundles, upgrade edges, deprecations), and returns the blobs in a canonical form: each blob is
 // compact JSON with sorted keys, and the blobs are sorted by schema, package, name and content. The
 // content hash is the sha256 of that canonical stream, so the same catalog gives the same hash
@@ -25,6 +26,8 @@ import (
 	"sync"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/model"
+	"github.com/operator-framework/operator-registry/alpha/property"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -73,7 +76,7 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 		metas []Meta
 		typed declcfg.DeclarativeConfig
 	)
-	err := declcfg.WalkMetasFS(ctx, root, func(path string, m *declcfg.Meta, err error) error {
+	err := walkMetas(ctx, root, func(path string, m *declcfg.Meta, err error) error {
 		if err != nil {
 			return &InvalidError{fmt.Errorf("file %q: %w", path, err)}
 		}
@@ -85,7 +88,7 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 			return &InvalidError{fmt.Errorf("file %q: blob %s has no \"schema\" field; every FBC blob needs one (olm.package, olm.channel, olm.bundle, olm.deprecations, ...)", path, truncate(m.Blob))}
 		}
 		// Decode the core schemas into typed objects for validation; the decoding runs in
-		// parallel (WalkMetasFS calls us from several goroutines), only the appends are serial.
+		// parallel (walkMetas calls us from several goroutines), only the appends are serial.
 		var add func()
 		switch cm.Schema {
 		case declcfg.SchemaPackage:
@@ -179,7 +182,18 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[strin
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			m, err := declcfg.ConvertToModel(*byPkg[name])
+			pkg := *byPkg[name]
+			pkg.Bundles = slices.Clone(pkg.Bundles)
+			var err error
+			for j := range pkg.Bundles {
+				if pkg.Bundles[j], err = parseHeavyProperties(pkg.Bundles[j]); err != nil {
+					break
+				}
+			}
+			var m model.Model
+			if err == nil {
+				m, err = declcfg.ConvertToModel(pkg)
+			}
 			if err == nil {
 				err = m.Validate()
 			}
@@ -201,6 +215,39 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[strin
 	}
 	return nil
 }
+
+// heavyProperties are the bundle properties that carry whole manifests (a CSV's metadata, base64
+// objects). The model conversion parses every property twice and encodes them once more.
+var heavyProperties = map[string]bool{property.TypeCSVMetadata: true, property.TypeBundleObject: true}
+
+// parseHeavyProperties parses b's heavy properties once, as property.Parse would, and returns a
+// copy of b whose heavy property values are the empty object, which parse and encode for nothing
+// and which nothing in the model's validation looks into.
+func parseHeavyProperties(b declcfg.Bundle) (declcfg.Bundle, error) {
+	heavy := slices.IndexFunc(b.Properties, func(p property.Property) bool { return heavyProperties[p.Type] })
+	if heavy < 0 {
+		return b, nil
+	}
+	props := slices.Clone(b.Properties)
+	for i, p := range props {
+		if !heavyProperties[p.Type] {
+			continue
+		}
+		if _, err := property.Parse([]property.Property{p}); err != nil {
+			var pe property.ParseError
+			if errors.As(err, &pe) {
+				pe.Idx = i
+				err = pe
+			}
+			return b, fmt.Errorf("parse properties for bundle %q: %v", b.Name, err)
+		}
+		props[i].Value = emptyObject
+	}
+	b.Properties = props
+	return b, nil
+}
+
+var emptyObject = json.RawMessage(`{}`)
 
 // newCatalog sorts metas canonically and computes the hash, counts and size.
 func newCatalog(metas []Meta) *Catalog {

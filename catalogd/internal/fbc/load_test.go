@@ -140,9 +140,9 @@ func TestLoadInvalid(t *testing.T) {
 			files: map[string]string{"c.yaml": strings.Replace(pkgYAML, "stable", "fast", 1) + "---\n" + chanYAML + "---\n" + bundlesYAML},
 			want:  []string{"fast"},
 		},
-		"empty": {
+		"only comments": {
 			files: map[string]string{"README.md": "# nothing\n"},
-			want:  []string{"README.md"},
+			want:  []string{"no FBC blobs"},
 		},
 		"no files": {
 			files: map[string]string{},
