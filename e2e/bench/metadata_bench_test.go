@@ -1,7 +1,7 @@
 // Package bench holds benchmarks that need a running OLM v1: a local control plane, a local registry
 // and the controllers as processes (the same environment as the e2e suite). They run under
 // `make bench`; each skips with a message when the control plane binaries, the controller binaries or
-// the real catalogs in $OLMV1_TESTDATA are missing.
+// the real catalogs in $OLMV1_TESTDATA (when a benchmark needs them) are missing.
 package bench
 
 import (
@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,9 +39,13 @@ var olm struct {
 	once sync.Once
 	env  *localcluster.Environment
 	dc   dynamic.Interface
-	ref  string // community-v4.20 catalog image
 	err  error
 	skip string
+
+	communityOnce sync.Once
+	ref           string // community-v4.20 catalog image
+	communityErr  error
+	communitySkip string
 }
 
 func repoRoot() string {
@@ -66,15 +71,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// setup starts the environment once and serves community-v4.20 from the local registry.
-func setup(b *testing.B) {
+// startOLM starts the environment once: the local control plane, the registry and the three
+// controllers (with their default flags, plus those in $BENCH_CATALOGD_ARGS, $BENCH_RUKPAK_ARGS and
+// $BENCH_OPERATOR_CONTROLLER_ARGS, for experiments), and waits until catalogd's CatalogMetadata
+// APIService is Available.
+func startOLM(b *testing.B) {
 	b.Helper()
 	olm.once.Do(func() {
-		catalogDir := filepath.Join(testdata(), "catalogs", "community-v4.20")
-		if _, err := os.Stat(catalogDir); err != nil {
-			olm.skip = "real catalog not found at " + catalogDir + " (set OLMV1_TESTDATA)"
-			return
-		}
 		binDir := filepath.Join(repoRoot(), "bin")
 		if _, err := os.Stat(filepath.Join(binDir, "catalogd")); err != nil {
 			olm.skip = "controller binaries not built in " + binDir + " (run `make build`)"
@@ -97,11 +100,15 @@ func setup(b *testing.B) {
 		ctx := context.Background()
 		olm.env, olm.err = localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
 			RepoRoot: repoRoot(), BinDir: binDir, Dir: dir,
-			ControllerArgs: map[string][]string{"catalogd": {
-				"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),
-				"--metadata-bind-address=127.0.0.1:" + strconv.Itoa(port), "--metadata-cert-dir=" + filepath.Join(dir, "catalogd", "metadata-certs"),
-				"--metadata-apiservice=local",
-			}},
+			ControllerArgs: map[string][]string{
+				"catalogd": append([]string{
+					"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),
+					"--metadata-bind-address=127.0.0.1:" + strconv.Itoa(port), "--metadata-cert-dir=" + filepath.Join(dir, "catalogd", "metadata-certs"),
+					"--metadata-apiservice=local",
+				}, strings.Fields(os.Getenv("BENCH_CATALOGD_ARGS"))...),
+				"rukpak":              strings.Fields(os.Getenv("BENCH_RUKPAK_ARGS")),
+				"operator-controller": strings.Fields(os.Getenv("BENCH_OPERATOR_CONTROLLER_ARGS")),
+			},
 		})
 		if olm.err != nil {
 			return
@@ -112,15 +119,6 @@ func setup(b *testing.B) {
 		if olm.dc, olm.err = dynamic.NewForConfig(cfg); olm.err != nil {
 			return
 		}
-		img, err := imagebuild.CatalogImage(catalogDir)
-		if err != nil {
-			olm.err = err
-			return
-		}
-		olm.ref = olm.env.Registry.Addr + "/catalogs/community:v4.20"
-		if _, olm.err = imagebuild.Push(ctx, img, olm.ref, imagebuild.WithInsecure()); olm.err != nil {
-			return
-		}
 		olm.err = waitAPIService(ctx)
 	})
 	if olm.skip != "" {
@@ -128,6 +126,28 @@ func setup(b *testing.B) {
 	}
 	if olm.err != nil {
 		b.Fatal(olm.err)
+	}
+}
+
+// setup starts the environment and serves community-v4.20 from the local registry (once).
+func setup(b *testing.B) {
+	b.Helper()
+	catalogDir := filepath.Join(testdata(), "catalogs", "community-v4.20")
+	if _, err := os.Stat(catalogDir); err != nil {
+		b.Skip("real catalog not found at " + catalogDir + " (set OLMV1_TESTDATA)")
+	}
+	startOLM(b)
+	olm.communityOnce.Do(func() {
+		img, err := imagebuild.CatalogImage(catalogDir)
+		if err != nil {
+			olm.communityErr = err
+			return
+		}
+		olm.ref = olm.env.Registry.Addr + "/catalogs/community:v4.20"
+		_, olm.communityErr = imagebuild.Push(context.Background(), img, olm.ref, imagebuild.WithInsecure())
+	})
+	if olm.communityErr != nil {
+		b.Fatal(olm.communityErr)
 	}
 }
 
@@ -236,6 +256,17 @@ func benchmarkList(b *testing.B, pkg string) {
 	if c := olm.env.Controller("catalogd"); c != nil {
 		if rss, err := localcluster.RSS(c.PID); err == nil {
 			b.ReportMetric(float64(rss)/(1<<20), "catalogd-rss-MB")
+		}
+		// Where the resident memory is: anonymous (heap, stacks) or file-backed (the binary's code).
+		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.PID)); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				var kb float64
+				if _, err := fmt.Sscanf(line, "RssAnon: %f kB", &kb); err == nil {
+					b.ReportMetric(kb/1024, "catalogd-anon-MB")
+				} else if _, err := fmt.Sscanf(line, "RssFile: %f kB", &kb); err == nil {
+					b.ReportMetric(kb/1024, "catalogd-file-MB")
+				}
+			}
 		}
 	}
 }
