@@ -13,50 +13,46 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
+// collector gathers the canonical blobs a walker hands to its callback (from several goroutines).
+type collector struct {
+	mu    sync.Mutex
+	metas []Meta
+}
+
+func (c *collector) add(path string, m *declcfg.Meta, err error) error {
+	if err != nil {
+		return fmt.Errorf("file %s: %w", path, err)
+	}
+	cm, err := canonicalize(m)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.metas = append(c.metas, cm)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *collector) sorted() []Meta {
+	slices.SortFunc(c.metas, compareMeta)
+	return c.metas
+}
+
 // declcfgMetas is the reference walker: operator-registry's WalkMetasFS, blobs canonicalised.
 func declcfgMetas(t *testing.T, root fs.FS) []Meta {
 	t.Helper()
-	var mu sync.Mutex
-	var out []Meta
-	err := declcfg.WalkMetasFS(context.Background(), root, func(path string, m *declcfg.Meta, err error) error {
-		if err != nil {
-			return err
-		}
-		cm, err := canonicalize(m)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		out = append(out, cm)
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
+	var c collector
+	if err := declcfg.WalkMetasFS(context.Background(), root, c.add); err != nil {
 		t.Fatalf("declcfg.WalkMetasFS: %v", err)
 	}
-	slices.SortFunc(out, compareMeta)
-	return out
+	return c.sorted()
 }
 
 func ourMetas(t *testing.T, root fs.FS) ([]Meta, error) {
 	t.Helper()
-	var mu sync.Mutex
-	var out []Meta
-	err := walkMetas(context.Background(), root, func(path string, m *declcfg.Meta, err error) error {
-		if err != nil {
-			return fmt.Errorf("file %s: %w", path, err)
-		}
-		cm, err := canonicalize(m)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		out = append(out, cm)
-		mu.Unlock()
-		return nil
-	})
-	slices.SortFunc(out, compareMeta)
-	return out, err
+	var c collector
+	err := walkMetas(context.Background(), root, c.add)
+	return c.sorted(), err
 }
 
 func assertSameMetas(t *testing.T, root fs.FS) {
