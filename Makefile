@@ -25,15 +25,15 @@ include hack/generate.mk
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
 
 ##@ Build
 
 .PHONY: build
-build: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(DEV) ## Build the three controllers, the deppy CLI and olmv1-dev into bin/ (static).
+build: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(BIN_DIR)/kubectl-olmv1 $(DEV) ## Build the three controllers, the deppy CLI, the kubectl-olmv1 plugin and olmv1-dev into bin/ (static).
 
 # The binaries are cheap to rebuild with a warm Go cache; always ask go, which knows what changed.
-.PHONY: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(DEV)
+.PHONY: $(addprefix $(BIN_DIR)/,$(CONTROLLERS)) $(BIN_DIR)/deppy $(BIN_DIR)/kubectl-olmv1 $(DEV)
 $(BIN_DIR)/catalogd:
 	$(GO_BUILD) -o $@ ./catalogd/cmd/catalogd
 $(BIN_DIR)/rukpak:
@@ -42,6 +42,8 @@ $(BIN_DIR)/operator-controller:
 	$(GO_BUILD) -o $@ ./operator-controller/cmd/operator-controller
 $(BIN_DIR)/deppy:
 	$(GO_BUILD) -o $@ ./deppy/cmd/deppy
+$(BIN_DIR)/kubectl-olmv1:
+	$(GO_BUILD) -o $@ ./operator-controller/cmd/kubectl-olmv1
 $(DEV):
 	$(GO_BUILD) -o $@ ./e2e/cmd/olmv1-dev
 
@@ -101,10 +103,48 @@ test-integration: $(DEV) ## Integration tier: each controller's tests against a 
 test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control plane (or $$KUBECONFIG) with the three controllers as processes.
 	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
 
+# Benchmark name pattern for `make bench`, e.g. BENCH=OperatorsInstall (the cluster benchmarks of
+# issues 7 and 8 are e2e/bench's BenchmarkBundleDeploymentsScale and BenchmarkOperatorsInstall).
+BENCH        ?= .
+
 .PHONY: bench
 bench: build ## Benchmarks of every module (real data from OLMV1_TESTDATA; envtest and the local control plane where needed).
 	@export KUBEBUILDER_ASSETS=$$($(DEV) build); \
-	for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench . -benchmem -timeout 60m ./...) || exit 1; done
+	for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...) || exit 1; done
+
+##@ Deploy (images, chart, kind)
+
+# Where `make images` / `make push-images` put the controller images: <REGISTRY>/<name>:<IMAGE_TAG>.
+REGISTRY     ?= localhost/olmv1
+IMAGE_TAG    ?= dev
+IMAGES_DIR   := $(BIN_DIR)/images
+KIND         ?= kind
+KIND_CLUSTER ?= olmv1
+KIND_E2E_LABELS ?= chart
+
+.PHONY: images
+images: build ## Build the three controller images without Docker into bin/images/<name>.tar (REGISTRY, IMAGE_TAG).
+	go run ./e2e/cmd/olmv1-images build --bin-dir $(BIN_DIR) --out $(IMAGES_DIR) --registry $(REGISTRY) --tag $(IMAGE_TAG)
+
+.PHONY: push-images
+push-images: build ## Push the three controller images to REGISTRY (e.g. REGISTRY=127.0.0.1:5000/olmv1 INSECURE=1).
+	go run ./e2e/cmd/olmv1-images push --bin-dir $(BIN_DIR) --registry $(REGISTRY) --tag $(IMAGE_TAG) $(if $(INSECURE),--insecure)
+
+# Not exercised here: this machine has no Docker engine for kind. Every piece is tested on its own:
+# the images (e2e/chart/images), the chart (e2e/chart), and the `chart` e2e spec, which installs the
+# chart through KUBECONFIG exactly as below (E2E_CHART_IMAGE_REGISTRY makes it use the loaded images).
+.PHONY: kind-e2e
+kind-e2e: images cluster-binaries ## Create a kind cluster, load the images, run the e2e suite (KIND_E2E_LABELS) against it with the chart.
+	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER)
+	for n in $(CONTROLLERS); do $(KIND) load image-archive --name $(KIND_CLUSTER) $(IMAGES_DIR)/$$n.tar; done
+	$(KIND) get kubeconfig --name $(KIND_CLUSTER) > $(BIN_DIR)/kind-kubeconfig
+	KUBECONFIG=$(BIN_DIR)/kind-kubeconfig E2E_CHART_IMAGE_REGISTRY=$(REGISTRY) E2E_CHART_IMAGE_TAG=$(IMAGE_TAG) E2E_CHART_REAL_CLUSTER=1 \
+		$(MAKE) --no-print-directory test-e2e E2E_LABELS='$(KIND_E2E_LABELS)'
+
+.PHONY: kind-install
+kind-install: images ## Install the chart into the kind cluster with the loaded images (no tests); `make kind-e2e` creates the cluster.
+	$(KIND) get kubeconfig --name $(KIND_CLUSTER) > $(BIN_DIR)/kind-kubeconfig
+	go run ./e2e/chart/cmd/olmv1-chart install --kubeconfig $(BIN_DIR)/kind-kubeconfig --image-registry $(REGISTRY) --image-tag $(IMAGE_TAG)
 
 ##@ Run
 

@@ -35,6 +35,7 @@ generate: $(GEN_CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from the AP
 		rm -f $(GEN_CRD_DIR)/*.yaml; \
 		$(GEN_CONTROLLER_GEN) $(GEN_CRD_OPTIONS) paths=./api/... output:crd:dir=$(GEN_CRD_DIR); \
 	done
+	@$(MAKE) --no-print-directory generate-deploy
 
 .PHONY: verify-generate
 verify-generate: $(GEN_CONTROLLER_GEN) ## Fail when generated deepcopy code or CRDs are stale.
@@ -66,3 +67,36 @@ verify-generate: $(GEN_CONTROLLER_GEN) ## Fail when generated deepcopy code or C
 		echo "verify-generate: warning: these generated files are not tracked by git yet (git add them):"; \
 		echo "$$untracked" | sed 's/^/  /'; \
 	fi
+
+# --- deploy/: the Helm chart's CRDs and the static manifest rendered from the chart ----------------
+#
+#   make generate-deploy  copies every module's CRDs into the chart (deploy/charts/olmv1/crds) and renders
+#                         deploy/manifests/olmv1.yaml (TLS mode certManager: the only mode that renders
+#                         the same bytes every time) with the Helm Go library (e2e/chart/cmd/olmv1-chart).
+#   make verify-deploy    fails when either is stale; verify-generate runs it.
+
+GEN_CHART_CRD_DIR      := deploy/charts/olmv1/crds
+GEN_STATIC_MANIFEST    := deploy/manifests/olmv1.yaml
+GEN_RENDER_CHART       := go run ./e2e/chart/cmd/olmv1-chart render --repo $(GEN_ROOT)
+
+.PHONY: generate-deploy
+generate-deploy: ## Copy the CRDs into the Helm chart and render deploy/manifests/olmv1.yaml.
+	@cd "$(GEN_ROOT)" && rm -f $(GEN_CHART_CRD_DIR)/*.yaml && mkdir -p $(GEN_CHART_CRD_DIR) && \
+	for m in $(GEN_MODULES); do cp $$m/$(GEN_CRD_DIR)/*.yaml $(GEN_CHART_CRD_DIR)/; done
+	@echo "generate: chart CRDs in $(GEN_CHART_CRD_DIR), static manifest $(GEN_STATIC_MANIFEST)"
+	@cd "$(GEN_ROOT)" && $(GEN_RENDER_CHART) --out $(GEN_STATIC_MANIFEST)
+
+.PHONY: verify-deploy
+verify-deploy: ## Fail when the chart's CRDs or deploy/manifests/olmv1.yaml are stale.
+	@set -e; cd "$(GEN_ROOT)"; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; stale=0; \
+	mkdir -p "$$tmp/crds"; for m in $(GEN_MODULES); do cp $$m/$(GEN_CRD_DIR)/*.yaml "$$tmp/crds/"; done; \
+	diff -ruN $(GEN_CHART_CRD_DIR) "$$tmp/crds" || stale=1; \
+	$(GEN_RENDER_CHART) --out "$$tmp/olmv1.yaml"; \
+	diff -uN $(GEN_STATIC_MANIFEST) "$$tmp/olmv1.yaml" > "$$tmp/manifest.diff" || { head -50 "$$tmp/manifest.diff"; stale=1; }; \
+	if [ "$$stale" -ne 0 ]; then \
+		echo "verify-deploy: FAILED: $(GEN_CHART_CRD_DIR) or $(GEN_STATIC_MANIFEST) is stale; run 'make generate' and commit the result."; \
+		exit 1; \
+	fi; \
+	echo "verify-deploy: chart CRDs and $(GEN_STATIC_MANIFEST) are up to date"
+
+verify-generate: verify-deploy

@@ -55,7 +55,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.httpInsecure, "http-insecure", false,
 		"serve the content endpoint over plain HTTP; without it, HTTPS with --tls-cert-file/--tls-key-file or a generated self-signed certificate")
 	fs.StringVar(&f.metadataBindAddress, "metadata-bind-address", "127.0.0.1:7444",
-		"HTTPS address of the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io); \"0\" disables it")
+		"HTTPS address of the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io); \":PORT\" listens on every IPv4 interface, \"0\" disables it")
 	fs.StringVar(&f.metadataCertDir, "metadata-cert-dir", filepath.Join(os.TempDir(), "catalogd", "metadata-certs"),
 		"directory with apiserver.crt and apiserver.key for the CatalogMetadata API; a self-signed pair is generated there when absent")
 	fs.StringVar(&f.metadataAPIService, "metadata-apiservice", "none",
@@ -71,25 +71,40 @@ func (f *flags) kubeconfig() string {
 	return os.Getenv("KUBECONFIG")
 }
 
+// metadataListenAddress validates --metadata-bind-address and returns the address for k8s.io/apiserver
+// (which needs an IP: ":7444", as the chart passes it, becomes 0.0.0.0:7444) and the port.
+func metadataListenAddress(flag string) (string, int32, error) {
+	host, portStr, err := net.SplitHostPort(flag)
+	if err != nil {
+		return "", 0, fmt.Errorf("--metadata-bind-address %q: %w", flag, err)
+	}
+	port, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil {
+		return "", 0, fmt.Errorf("--metadata-bind-address %q: bad port: %w", flag, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	} else if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("--metadata-bind-address %q: the host must be an IP address (or empty for every interface)", flag)
+	}
+	return net.JoinHostPort(host, portStr), int32(port), nil
+}
+
 // setupMetadataAPI serves the CatalogMetadata aggregated API from store.
 func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
 	if f.metadataBindAddress == "0" {
 		return nil
 	}
-	_, portStr, err := net.SplitHostPort(f.metadataBindAddress)
+	bindAddress, port, err := metadataListenAddress(f.metadataBindAddress)
 	if err != nil {
-		return fmt.Errorf("--metadata-bind-address %q: %w", f.metadataBindAddress, err)
+		return err
 	}
-	port, err := strconv.ParseInt(portStr, 10, 32)
-	if err != nil {
-		return fmt.Errorf("--metadata-bind-address %q: %w", f.metadataBindAddress, err)
-	}
-	reg, err := metadataapi.ParseRegistration(f.metadataAPIService, f.namespace, int32(port))
+	reg, err := metadataapi.ParseRegistration(f.metadataAPIService, f.namespace, port)
 	if err != nil {
 		return err
 	}
 	return metadataapi.AddToManager(mgr, store, metadataapi.ServerOptions{
-		BindAddress: f.metadataBindAddress,
+		BindAddress: bindAddress,
 		CertDir:     f.metadataCertDir,
 		Kubeconfig:  f.kubeconfig(),
 		ExtraSANs:   []string{"catalogd-metadata." + f.namespace + ".svc", "catalogd." + f.namespace + ".svc"},

@@ -28,6 +28,32 @@ func provisionerFor(mediaType string) (rukpakv1alpha1.ProvisionerClassName, erro
 	return "", fmt.Errorf("olm.bundle.mediatype %q is not supported (want registry+v1, plain+v0, helm or kustomize)", mediaType)
 }
 
+// configUnusedBy lists the settings of cfg that provisioner prov does not use: watchNamespaces and
+// deploymentConfig are for registry+v1 bundles, values and valuesFrom for Helm charts, path for
+// kustomizations.
+func configUnusedBy(prov rukpakv1alpha1.ProvisionerClassName, cfg *rukpakv1alpha1.BundleConfig) []string {
+	if cfg == nil {
+		return nil
+	}
+	var unused []string
+	for _, f := range []struct {
+		name   string
+		set    bool
+		usedBy rukpakv1alpha1.ProvisionerClassName
+	}{
+		{"watchNamespaces", len(cfg.WatchNamespaces) > 0, rukpakv1alpha1.ProvisionerRegistry},
+		{"config.deploymentConfig", cfg.DeploymentConfig != nil, rukpakv1alpha1.ProvisionerRegistry},
+		{"config.values", cfg.Values != nil, rukpakv1alpha1.ProvisionerHelm},
+		{"config.valuesFrom", len(cfg.ValuesFrom) > 0, rukpakv1alpha1.ProvisionerHelm},
+		{"config.path", cfg.Path != "", rukpakv1alpha1.ProvisionerKustomize},
+	} {
+		if f.set && f.usedBy != prov {
+			unused = append(unused, f.name)
+		}
+	}
+	return unused
+}
+
 // installNamespace picks the namespace to install into: the one already chosen (status), else
 // spec.installNamespace, else the bundle's suggested namespace, else the package name.
 func installNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
@@ -70,6 +96,10 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, 
 			cfg = &rukpakv1alpha1.BundleConfig{}
 		}
 		cfg.WatchNamespaces = append([]string(nil), op.Spec.WatchNamespaces...)
+	}
+	if unused := configUnusedBy(prov, cfg); len(unused) > 0 {
+		return nil, fmt.Errorf("bundle %s is installed by %s, which does not use %s (the BundleDeployment API rejects them): remove them from the Operator's spec",
+			b.Name, prov, strings.Join(unused, ", "))
 	}
 	return &rukpakv1alpha1.BundleDeployment{
 		ObjectMeta: metav1.ObjectMeta{

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -24,6 +25,8 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
 	"github.com/olmv1/olmv1/rukpak/internal/preflight"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/helm"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/kustomize"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
@@ -88,6 +91,10 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Unpacker:       unpacker,
 		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
 			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
+			// valuesFrom names Secrets and ConfigMaps outside rukpak's label-scoped cache: read them directly.
+			rukpakv1alpha1.ProvisionerHelm: helm.New(helm.WithValuesReader(direct),
+				helm.WithCapabilities(helm.DiscoveryCapabilities(cs.Discovery(), time.Minute))),
+			rukpakv1alpha1.ProvisionerKustomize: kustomize.New(),
 		},
 		Engine: &apply.Engine{
 			Client:  direct,

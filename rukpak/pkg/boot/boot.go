@@ -17,8 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // Options are the flags every controller binary accepts.
@@ -41,7 +39,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, component string, defaultMetricsPo
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", defaultMetricsPort),
 		"address of the HTTPS metrics endpoint (authenticated and authorized through the Kubernetes API); \"0\" disables it")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
-		"directory with tls.crt and tls.key for the metrics endpoint; empty generates a self-signed certificate")
+		"directory with tls.crt and tls.key for the metrics endpoint, reloaded when they change; empty generates a self-signed certificate")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", defaultProbePort),
 		"address of the /healthz and /readyz endpoints; \"0\" disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "enable leader election so that only one replica reconciles")
@@ -95,14 +93,13 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 // readiness probes, and optional leader election.
 // Each of customize may adjust the manager options (e.g. scope the cache) before it is created.
 func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	metrics, certs, err := o.metricsOptions()
+	if err != nil {
+		return nil, err
+	}
 	opts := ctrl.Options{
-		Scheme: scheme,
-		Metrics: metricsserver.Options{
-			BindAddress:    o.MetricsBindAddress,
-			SecureServing:  true,
-			CertDir:        o.MetricsCertDir,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
-		},
+		Scheme:                  scheme,
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.Component + ".olmv1.operatorframework.io",
@@ -114,6 +111,12 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s manager: %w", o.Component, err)
+	}
+	if certs != nil {
+		// Reloads the metrics certificate on every replica, leader or not.
+		if err := mgr.Add(certs); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

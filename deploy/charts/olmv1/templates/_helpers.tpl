@@ -1,0 +1,161 @@
+{{/*
+Helpers shared by the templates. A "component" is one of catalogd, rukpak, operator-controller; its
+values live under .Values.catalogd, .Values.rukpak and .Values.operatorController.
+*/}}
+
+{{- define "olmv1.namespace" -}}
+{{- .Values.namespace.name -}}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "olmv1.labels" -}}
+app.kubernetes.io/part-of: olmv1
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of a component: (dict "root" $ "name" "catalogd"). */}}
+{{- define "olmv1.selectorLabels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/* All labels of a component's objects. */}}
+{{- define "olmv1.componentLabels" -}}
+{{ include "olmv1.labels" .root }}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end -}}
+
+{{/* Name of a cluster-scoped object of a component: <release>-<name>, so that releases do not collide. */}}
+{{- define "olmv1.clusterName" -}}
+{{- printf "%s-%s" .root.Release.Name .name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The values of a component. */}}
+{{- define "olmv1.values" -}}
+{{- if eq .name "operator-controller" -}}
+{{- toYaml .root.Values.operatorController -}}
+{{- else -}}
+{{- toYaml (index .root.Values .name) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Image reference of a component: (dict "root" $ "name" "catalogd" "v" <component values>). */}}
+{{- define "olmv1.image" -}}
+{{- $repo := printf "%s/%s" (trimSuffix "/" .root.Values.image.registry) .v.image.repository -}}
+{{- if .v.image.digest -}}
+{{- printf "%s@%s" $repo .v.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (.v.image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of the Secret holding a component's serving certificate (tls.crt, tls.key). */}}
+{{- define "olmv1.tlsSecret" -}}
+{{- printf "%s-tls" . -}}
+{{- end -}}
+
+{{/* DNS names of a component's Service. */}}
+{{- define "olmv1.serviceDNSNames" -}}
+{{- $ns := include "olmv1.namespace" .root -}}
+- {{ .name }}
+- {{ .name }}.{{ $ns }}
+- {{ .name }}.{{ $ns }}.svc
+- {{ .name }}.{{ $ns }}.svc.cluster.local
+{{- end -}}
+
+{{/* rukpak's --webhook-cert-provider for the webhooks of installed registry+v1 bundles. */}}
+{{- define "olmv1.webhookCertProvider" -}}
+{{- $m := dict "selfSigned" "self-signed" "certManager" "cert-manager" "openshiftServiceCA" "openshift-service-ca" -}}
+{{- index $m .Values.tls.mode -}}
+{{- end -}}
+
+{{/* Pod securityContext: non-root (the images' user 65532), RuntimeDefault seccomp. */}}
+{{- define "olmv1.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Container securityContext: read-only root filesystem, no privilege escalation, no capabilities. */}}
+{{- define "olmv1.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Scheduling of a component: its own settings, else the global ones. */}}
+{{- define "olmv1.scheduling" -}}
+{{- with (.v.nodeSelector | default .root.Values.nodeSelector) }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.v.tolerations | default .root.Values.tolerations) }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.v.affinity | default .root.Values.affinity) }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Probes on the plain-HTTP probe port (kubelet probes; nothing else is served there). */}}
+{{- define "olmv1.probes" -}}
+livenessProbe:
+  httpGet: {path: /healthz, port: probes}
+  initialDelaySeconds: 10
+  periodSeconds: 20
+readinessProbe:
+  httpGet: {path: /readyz, port: probes}
+  periodSeconds: 10
+startupProbe:
+  httpGet: {path: /healthz, port: probes}
+  periodSeconds: 5
+  failureThreshold: 60
+{{- end -}}
+
+{{/* Flags every component takes (rukpak/pkg/boot). */}}
+{{- define "olmv1.commonArgs" -}}
+- --metrics-bind-address=:{{ .v.ports.metrics }}
+- --metrics-cert-dir=/etc/olmv1/tls
+- --health-probe-bind-address=:{{ .v.ports.probes }}
+- --leader-elect=true
+- --leader-election-namespace={{ include "olmv1.namespace" .root }}
+- --log-level={{ .v.logLevel | default .root.Values.logLevel }}
+{{- end -}}
+
+{{/* The serving-certificate volume and the writable /tmp every component mounts. */}}
+{{- define "olmv1.commonVolumes" -}}
+- name: tls
+  secret:
+    secretName: {{ include "olmv1.tlsSecret" .name }}
+    items:
+      - {key: tls.crt, path: tls.crt}
+      - {key: tls.key, path: tls.key}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+
+{{- define "olmv1.commonVolumeMounts" -}}
+- {name: tls, mountPath: /etc/olmv1/tls, readOnly: true}
+- {name: tmp, mountPath: /tmp}
+{{- end -}}

@@ -1,0 +1,248 @@
+package suite
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+)
+
+// The chart's pods never run on kwok fake nodes; the chart spec runs the binaries as local processes
+// configured exactly as the chart's Deployments configure them.
+
+// chartProcess is one component run as a local process the way its Deployment configures it.
+type chartProcess struct {
+	name, dir, log string
+	cmd            *exec.Cmd
+	done           chan struct{}
+	// addrs maps each address flag to the 127.0.0.1 address it got.
+	addrs map[string]string
+	// secretVolumes are the Secret volumes, materialized in kubelet's layout.
+	secretVolumes []chartSecretVolume
+}
+
+type chartSecretVolume struct {
+	dir, secret string
+	items       []corev1.KeyToPath
+}
+
+var chartAddressFlags = []string{"--metrics-bind-address", "--health-probe-bind-address", "--http-bind-address", "--metadata-bind-address"}
+
+// startChartComponent runs bin/<name> with the args of the chart's Deployment: every listen address
+// moved to a free 127.0.0.1 port, every volume mount path to a local directory (Secret volumes written
+// as kubelet does, emptyDirs empty), and a kubeconfig with a token of the chart's ServiceAccount.
+func startChartComponent(ctx context.Context, name string) *chartProcess {
+	d, err := env.clientset.AppsV1().Deployments(chartNamespace).Get(ctx, name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	dir, err := os.MkdirTemp("", "olmv1-chart-"+name+"-")
+	Expect(err).NotTo(HaveOccurred())
+	p := &chartProcess{name: name, dir: dir, log: filepath.Join(dir, name+".log"), addrs: map[string]string{}, done: make(chan struct{})}
+
+	volumeDirs := map[string]string{}
+	for _, v := range pod.Volumes {
+		vd := filepath.Join(dir, "volumes", v.Name)
+		Expect(os.MkdirAll(vd, 0o755)).To(Succeed())
+		volumeDirs[v.Name] = vd
+		if v.Secret != nil {
+			p.secretVolumes = append(p.secretVolumes, chartSecretVolume{dir: vd, secret: v.Secret.SecretName, items: v.Secret.Items})
+		}
+	}
+	p.refreshSecretVolumes(ctx)
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = volumeDirs[m.Name]
+	}
+	var args []string
+	for _, a := range c.Args {
+		flag, val, _ := strings.Cut(a, "=")
+		if slices.Contains(chartAddressFlags, flag) && val != "0" {
+			port, err := localcluster.FreePort()
+			Expect(err).NotTo(HaveOccurred())
+			val = fmt.Sprintf("127.0.0.1:%d", port)
+			p.addrs[flag] = val
+		}
+		// The longest mount path that contains the value, rewritten once.
+		best := ""
+		for mountPath := range mounts {
+			if (val == mountPath || strings.HasPrefix(val, mountPath+"/")) && len(mountPath) > len(best) {
+				best = mountPath
+			}
+		}
+		if best != "" {
+			val = mounts[best] + strings.TrimPrefix(val, best)
+		}
+		args = append(args, flag+"="+val)
+	}
+	Expect(p.addrs).To(HaveKey("--health-probe-bind-address"))
+	args = append(args, "--kubeconfig="+writeServiceAccountKubeconfig(ctx, name, dir))
+
+	logf, err := os.Create(p.log)
+	Expect(err).NotTo(HaveOccurred())
+	p.cmd = exec.Command(filepath.Join(chartBinDir(), name), args...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	Expect(p.cmd.Start()).To(Succeed())
+	go func() {
+		_ = p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	fmt.Fprintf(GinkgoWriter, "%s: pid %d, args %v, log %s\n", name, p.cmd.Process.Pid, args, p.log)
+	return p
+}
+
+// refreshSecretVolumes writes each Secret volume as kubelet does: the files in a new timestamped
+// directory, ..data switched to it atomically, the item paths symlinked through ..data, and the
+// previous directory removed.
+func (p *chartProcess) refreshSecretVolumes(ctx context.Context) {
+	for _, v := range p.secretVolumes {
+		data := secretData(ctx, v.secret)
+		items := v.items
+		if len(items) == 0 {
+			for k := range data {
+				items = append(items, corev1.KeyToPath{Key: k, Path: k})
+			}
+		}
+		ts, err := os.MkdirTemp(v.dir, "..ts-")
+		Expect(err).NotTo(HaveOccurred())
+		for _, it := range items {
+			Expect(os.WriteFile(filepath.Join(ts, it.Path), data[it.Key], 0o600)).To(Succeed())
+		}
+		old, _ := os.Readlink(filepath.Join(v.dir, "..data"))
+		tmp := filepath.Join(v.dir, "..data_tmp")
+		Expect(os.Symlink(filepath.Base(ts), tmp)).To(Succeed())
+		Expect(os.Rename(tmp, filepath.Join(v.dir, "..data"))).To(Succeed())
+		for _, it := range items {
+			if _, err := os.Lstat(filepath.Join(v.dir, it.Path)); os.IsNotExist(err) {
+				Expect(os.Symlink(filepath.Join("..data", it.Path), filepath.Join(v.dir, it.Path))).To(Succeed())
+			}
+		}
+		if old != "" {
+			Expect(os.RemoveAll(filepath.Join(v.dir, old))).To(Succeed())
+		}
+	}
+}
+
+func writeServiceAccountKubeconfig(ctx context.Context, sa, dir string) string {
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server = env.cfg.Host
+	cluster.CertificateAuthority = env.cfg.CAFile
+	cluster.CertificateAuthorityData = env.cfg.CAData
+	auth := clientcmdapi.NewAuthInfo()
+	auth.Token = serviceAccountToken(ctx, sa)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = cluster
+	kc.AuthInfos[sa] = auth
+	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: sa}
+	kc.CurrentContext = sa
+	path := filepath.Join(dir, "kubeconfig")
+	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+	return path
+}
+
+func (p *chartProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *chartProcess) ready() error {
+	if p.exited() {
+		return StopTrying(fmt.Sprintf("%s exited; see %s", p.name, p.log))
+	}
+	resp, err := http.Get("http://" + p.addrs["--health-probe-bind-address"] + "/readyz")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+func (p *chartProcess) tlsConfig(caPEM []byte) *tls.Config {
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue())
+	return &tls.Config{RootCAs: pool, ServerName: p.name + "." + chartNamespace + ".svc", MinVersion: tls.VersionTLS12}
+}
+
+// get requests https://addr/path, verifying the server as the component's Service name under caPEM.
+func (p *chartProcess) get(caPEM []byte, addr, path, token string) (int, string) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: p.tlsConfig(caPEM)}}
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(b)
+}
+
+func (p *chartProcess) servedCertErr(caPEM []byte, addr string) (*x509.Certificate, error) {
+	conn, err := tls.Dial("tcp", addr, p.tlsConfig(caPEM))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+func (p *chartProcess) servedCert(caPEM []byte, addr string) *x509.Certificate {
+	c, err := p.servedCertErr(caPEM, addr)
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// forbidden returns the log lines in which the API server denied the component something.
+func (p *chartProcess) forbidden() []string {
+	b, err := os.ReadFile(p.log)
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "forbidden") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (p *chartProcess) stop() {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	fmt.Fprintf(GinkgoWriter, "%s stopped; log kept in %s\n", p.name, p.log)
+}

@@ -1,0 +1,427 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// ownerNameLabel marks a namespace operator-controller created for an Operator (and removes with it).
+const ownerNameLabel = "operators.operatorframework.io/owner-name"
+
+func newInstallCommand(o *options) *cobra.Command {
+	var (
+		name, version, channel, namespace string
+		upgradePolicy, constraintPolicy   string
+		catalogSelector                   string
+		watchNamespaces                   []string
+		wait                              bool
+		timeout                           time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "install PACKAGE",
+		Short: "Install an operator: create an Operator and optionally wait until it is Installed and Healthy (users)",
+		Long: `Create an Operator for PACKAGE (named PACKAGE unless --name is given). operator-controller resolves
+it against the served catalogs and installs the bundle. With --wait, each change of its Resolved,
+Installed and Healthy conditions is printed until it is Installed and Healthy; on timeout the failing
+condition is printed and the exit code is 1.`,
+		Example: `  kubectl olmv1 install cert-manager --wait
+  kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
+  kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				name = args[0]
+			}
+			op := &operatorsv1alpha1.Operator{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: operatorsv1alpha1.OperatorSpec{
+					PackageName: args[0], Version: version, Channel: channel, InstallNamespace: namespace, WatchNamespaces: watchNamespaces,
+					UpgradePolicy: operatorsv1alpha1.UpgradePolicy(upgradePolicy), UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicy(constraintPolicy),
+				},
+			}
+			if catalogSelector != "" {
+				sel, err := metav1.ParseToLabelSelector(catalogSelector)
+				if err != nil {
+					return fmt.Errorf("--catalog-selector: %w", err)
+				}
+				op.Spec.CatalogSelector = sel
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := c.Create(cmd.Context(), op); err != nil {
+				return fmt.Errorf("create Operator %s: %w", name, err)
+			}
+			fmt.Fprintf(o.ErrOut, "operator %s created (package %s)\n", name, args[0])
+			if wait {
+				if op, err = o.waitInstalled(cmd.Context(), c, name, timeout, ""); err != nil {
+					return err
+				}
+			}
+			op.ManagedFields = nil
+			return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "name of the Operator (default: the package name)")
+	f.StringVar(&version, "version", "", `version or semver range, e.g. 1.2.3 or ">=1.0.0 <2.0.0"`)
+	f.StringVar(&channel, "channel", "", "install from this channel only")
+	f.StringVarP(&namespace, "namespace", "n", "", "install namespace (default: the bundle's suggested namespace, else the package name)")
+	f.StringSliceVar(&watchNamespaces, "watch-namespace", nil, "namespaces the operator watches (repeatable; default: all)")
+	f.StringVar(&upgradePolicy, "upgrade-policy", "", "Automatic (default) or Manual (upgrades wait for `kubectl olmv1 approve`)")
+	f.StringVar(&constraintPolicy, "upgrade-constraint-policy", "", "Enforce (default: follow the catalog's upgrade edges) or Ignore")
+	f.StringVar(&catalogSelector, "catalog-selector", "", "label selector of the Catalogs to install from, e.g. tier=prod")
+	f.BoolVar(&wait, "wait", false, "wait until the Operator is Installed and Healthy")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+// waitInstalled prints the Operator's condition changes until it is Installed and Healthy for its
+// current generation (and, when version is set, has that version installed).
+func (o *options) waitInstalled(ctx context.Context, c client.Client, name string, timeout time.Duration, version string) (*operatorsv1alpha1.Operator, error) {
+	op := &operatorsv1alpha1.Operator{}
+	last := ""
+	err := o.poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
+			return false, "", err
+		}
+		line := fmt.Sprintf("operator %s: %s", name, conditionsLine(op))
+		if line != last {
+			fmt.Fprintln(o.ErrOut, line)
+			last = line
+		}
+		g := op.Generation
+		done := conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) == "True" &&
+			conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) == "True" &&
+			op.Status.InstalledBundle != nil && (version == "" || op.Status.InstalledBundle.Version == version)
+		return done, failing(op), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator %s: %w", name, err)
+	}
+	fmt.Fprintf(o.ErrOut, "operator %s: installed %s %s in namespace %s\n", name, op.Status.InstalledBundle.Name, op.Status.InstalledBundle.Version, op.Status.InstallNamespace)
+	return op, nil
+}
+
+// conditionsLine is the one-line progress view of an Operator.
+func conditionsLine(op *operatorsv1alpha1.Operator) string {
+	var parts []string
+	for _, t := range []string{operatorsv1alpha1.TypeResolved, operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.TypeHealthy} {
+		c := meta.FindStatusCondition(op.Status.Conditions, t)
+		if c == nil {
+			parts = append(parts, t+"=<none>")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", t, c.Status, c.Reason))
+	}
+	if b := op.Status.ResolvedBundle; b != nil {
+		parts = append(parts, "resolved "+b.Version)
+	}
+	if b := op.Status.InstalledBundle; b != nil {
+		parts = append(parts, "installed "+b.Version)
+	}
+	return strings.Join(parts, " ")
+}
+
+// failing describes the first condition that is not True: what a timeout reports.
+func failing(op *operatorsv1alpha1.Operator) string {
+	for _, t := range []string{operatorsv1alpha1.TypeResolved, operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.TypeHealthy} {
+		c := meta.FindStatusCondition(op.Status.Conditions, t)
+		if c == nil {
+			return t + " not reported yet (is operator-controller running?)"
+		}
+		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != op.Generation {
+			return fmt.Sprintf("%s=%s reason %s: %s", t, c.Status, c.Reason, c.Message)
+		}
+	}
+	return conditionsLine(op)
+}
+
+func newStatusCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show Operators: installed and resolved versions, conditions, pending upgrades (users)",
+		Example: `  kubectl olmv1 status
+  kubectl olmv1 status my-operator
+  kubectl olmv1 status my-operator -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				op := &operatorsv1alpha1.Operator{}
+				if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, op); err != nil {
+					return fmt.Errorf("operator %s: %w", args[0], err)
+				}
+				op.ManagedFields = nil
+				if o.output != "table" {
+					return o.print(op, nil)
+				}
+				return writeOperatorDetails(o, op)
+			}
+			list := &operatorsv1alpha1.OperatorList{}
+			if err := c.List(cmd.Context(), list); err != nil {
+				return fmt.Errorf("list Operators: %w", err)
+			}
+			for i := range list.Items {
+				list.Items[i].ManagedFields = nil
+			}
+			return o.print(list, func() *table { return operatorTable(list.Items) })
+		},
+	}
+}
+
+func operatorTable(ops []operatorsv1alpha1.Operator) *table {
+	t := &table{headers: []string{"NAME", "PACKAGE", "INSTALLED", "RESOLVED", "INSTALLED?", "HEALTHY", "UPGRADE", "NAMESPACE", "MESSAGE"}}
+	for _, op := range ops {
+		inst, res := "", ""
+		if op.Status.InstalledBundle != nil {
+			inst = op.Status.InstalledBundle.Version
+		}
+		if op.Status.ResolvedBundle != nil {
+			res = op.Status.ResolvedBundle.Version
+		}
+		upgrade := ""
+		if u := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable); u != nil && u.Status == metav1.ConditionTrue {
+			upgrade = u.Reason
+			if v := awaitingVersion(u.Message); v != "" {
+				upgrade = v + " (" + u.Reason + ")"
+			}
+		}
+		g := op.Generation
+		msg := ""
+		if conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) != "True" || conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) != "True" {
+			msg = failing(&op)
+		}
+		t.add(op.Name, op.Spec.PackageName, orNone(inst), orNone(res),
+			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g)),
+			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g)),
+			orNone(upgrade), orNone(op.Status.InstallNamespace), msg)
+	}
+	return t
+}
+
+func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
+	w := o.Out
+	bundle := func(b *operatorsv1alpha1.BundleMetadata) string {
+		if b == nil {
+			return "<none>"
+		}
+		return fmt.Sprintf("%s %s (catalog %s, %s)", b.Name, b.Version, b.Catalog, b.Source)
+	}
+	policy := string(op.Spec.UpgradePolicy)
+	if policy == "" {
+		policy = string(operatorsv1alpha1.UpgradePolicyAutomatic)
+	}
+	fmt.Fprintf(w, "Name:              %s\n", op.Name)
+	fmt.Fprintf(w, "Package:           %s\n", op.Spec.PackageName)
+	fmt.Fprintf(w, "Version range:     %s\n", orNone(op.Spec.Version))
+	fmt.Fprintf(w, "Channel:           %s\n", orNone(op.Spec.Channel))
+	fmt.Fprintf(w, "Upgrade policy:    %s\n", policy)
+	if op.Spec.ApprovedVersion != "" {
+		fmt.Fprintf(w, "Approved version:  %s\n", op.Spec.ApprovedVersion)
+	}
+	fmt.Fprintf(w, "Namespace:         %s\n", orNone(op.Status.InstallNamespace))
+	fmt.Fprintf(w, "Installed bundle:  %s\n", bundle(op.Status.InstalledBundle))
+	fmt.Fprintf(w, "Resolved bundle:   %s\n", bundle(op.Status.ResolvedBundle))
+	fmt.Fprintln(w, "Conditions:")
+	t := &table{headers: []string{"  TYPE", "STATUS", "REASON", "CURRENT", "MESSAGE"}}
+	for _, c := range op.Status.Conditions {
+		current := "yes"
+		if c.ObservedGeneration != op.Generation {
+			current = fmt.Sprintf("no (generation %d of %d)", c.ObservedGeneration, op.Generation)
+		}
+		t.add("  "+c.Type, string(c.Status), c.Reason, current, c.Message)
+	}
+	return t.write(w)
+}
+
+var approvedVersionRE = regexp.MustCompile(`"approvedVersion":"([^"]+)"`)
+
+// awaitingVersion extracts the version an UpgradeAvailable message offers for approval.
+func awaitingVersion(msg string) string {
+	if m := approvedVersionRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func newApproveCommand(o *options) *cobra.Command {
+	var (
+		version string
+		wait    bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Approve the upgrade a Manual Operator is waiting for (users)",
+		Long: `An Operator with upgradePolicy Manual stays on its installed version and reports the version it would
+move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to that version (or to
+--version), and with --wait waits until it is installed and healthy.`,
+		Example: `  kubectl olmv1 approve my-operator --wait
+  kubectl olmv1 approve my-operator --version 1.3.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			op := &operatorsv1alpha1.Operator{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, op); err != nil {
+				return fmt.Errorf("operator %s: %w", args[0], err)
+			}
+			if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
+				return fmt.Errorf("operator %s has upgradePolicy %s: it upgrades without approval (approve is for upgradePolicy Manual)", args[0], orNone(string(op.Spec.UpgradePolicy)))
+			}
+			v := version
+			if v == "" {
+				u := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable)
+				if u == nil || u.Status != metav1.ConditionTrue || u.Reason != operatorsv1alpha1.ReasonUpgradeAwaitingApproval {
+					state := "no UpgradeAvailable condition yet"
+					if u != nil {
+						state = fmt.Sprintf("UpgradeAvailable=%s reason %s: %s", u.Status, u.Reason, u.Message)
+					}
+					return fmt.Errorf("operator %s has no upgrade awaiting approval (%s); pass --version to approve a version explicitly", args[0], state)
+				}
+				if v = awaitingVersion(u.Message); v == "" {
+					return fmt.Errorf("operator %s: cannot read the offered version from %q; pass --version", args[0], u.Message)
+				}
+			}
+			patch := []byte(fmt.Sprintf(`{"spec":{"approvedVersion":%q}}`, v))
+			if err := c.Patch(cmd.Context(), op, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return fmt.Errorf("operator %s: approve %s: %w", args[0], v, err)
+			}
+			fmt.Fprintf(o.ErrOut, "operator %s: approved version %s\n", args[0], v)
+			if wait {
+				if op, err = o.waitInstalled(cmd.Context(), c, args[0], timeout, v); err != nil {
+					return err
+				}
+			}
+			op.ManagedFields = nil
+			return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+		},
+	}
+	cmd.Flags().StringVar(&version, "version", "", "the version to approve (default: the one UpgradeAvailable offers)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the approved version is installed and healthy")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+// uninstalled is what uninstall -o yaml|json prints: what was deleted, and with --wait that it is gone.
+type uninstalled struct {
+	Operator         string `json:"operator"`
+	BundleDeployment string `json:"bundleDeployment"`
+	// Namespace is the install namespace removed with the Operator ("" when it was not created for it).
+	Namespace string `json:"namespace,omitempty"`
+	Gone      bool   `json:"gone"`
+}
+
+func newUninstallCommand(o *options) *cobra.Command {
+	var (
+		wait    bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "uninstall NAME",
+		Short: "Delete an Operator and everything it installed (users)",
+		Long: `Delete the Operator NAME. Its BundleDeployment, and through it every object the bundle installed, is
+removed, and so is the install namespace if operator-controller created it for this Operator. With
+--wait, waits until the Operator, its BundleDeployment and that namespace are gone.`,
+		Example: `  kubectl olmv1 uninstall my-operator --wait`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			op := &operatorsv1alpha1.Operator{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
+				return fmt.Errorf("operator %s: %w", name, err)
+			}
+			ownedNS := ""
+			if nsName := op.Status.InstallNamespace; nsName != "" {
+				ns := &corev1.Namespace{}
+				if err := c.Get(ctx, client.ObjectKey{Name: nsName}, ns); err == nil && ns.Labels[ownerNameLabel] == name {
+					ownedNS = nsName
+				}
+			}
+			if err := c.Delete(ctx, op, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete Operator %s: %w", name, err)
+			}
+			fmt.Fprintf(o.ErrOut, "operator %s deleted\n", name)
+			result := uninstalled{Operator: name, BundleDeployment: name, Namespace: ownedNS}
+			if !wait {
+				if o.output != "table" {
+					return o.print(result, nil)
+				}
+				return nil
+			}
+			last := ""
+			err = o.poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+				var left []string
+				for _, obj := range []struct {
+					what string
+					obj  client.Object
+					name string
+				}{
+					{"Operator", &operatorsv1alpha1.Operator{}, name},
+					{"BundleDeployment", &rukpakv1alpha1.BundleDeployment{}, name},
+					{"Namespace", &corev1.Namespace{}, ownedNS},
+				} {
+					if obj.name == "" {
+						continue
+					}
+					err := c.Get(ctx, client.ObjectKey{Name: obj.name}, obj.obj)
+					switch {
+					case apierrors.IsNotFound(err):
+					case err != nil:
+						return false, "", err
+					default:
+						left = append(left, obj.what+" "+obj.name)
+					}
+				}
+				state := "waiting for " + strings.Join(left, ", ") + " to be removed"
+				if len(left) > 0 && state != last {
+					fmt.Fprintf(o.ErrOut, "operator %s: %s\n", name, state)
+					last = state
+				}
+				return len(left) == 0, state, nil
+			})
+			if err != nil {
+				return fmt.Errorf("operator %s: %w", name, err)
+			}
+			removed := "Operator and BundleDeployment " + name
+			if ownedNS != "" {
+				removed += ", namespace " + ownedNS
+			}
+			fmt.Fprintf(o.ErrOut, "operator %s: uninstalled (%s removed)\n", name, removed)
+			result.Gone = true
+			if o.output != "table" {
+				return o.print(result, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Operator, its BundleDeployment and its namespace are gone")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}

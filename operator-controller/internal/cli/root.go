@@ -1,0 +1,111 @@
+// Package cli implements kubectl-olmv1, the kubectl plugin for OLM v1 users and operator authors.
+//
+// Author commands work on local directories and registries (no cluster, no container engine):
+// bundle validate|push, catalog init|add-bundle|render|validate|push. User commands talk to the
+// cluster of the current kubeconfig: catalog add|list, search, install, status, approve, uninstall.
+//
+// Validation runs the controllers' own code: catalogd/pkg/fbcvalidate (catalogd's catalog
+// validation) and rukpak/pkg/bundlevalidate (rukpak's bundle conversion plus operator-framework/api's
+// validators). Images are built and pushed with rukpak/pkg/imagebuild.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are where a command reads and writes.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// options are the flags every command shares.
+type options struct {
+	Streams
+	output     string
+	kubeconfig string
+	context    string
+	// pollInterval is how often --wait reads the object again.
+	pollInterval time.Duration
+}
+
+// SilentError is returned by a command that has already printed why it failed (e.g. the problems
+// of `bundle validate`): main exits non-zero without printing it again.
+type SilentError struct{ Err error }
+
+func (e *SilentError) Error() string { return e.Err.Error() }
+func (e *SilentError) Unwrap() error { return e.Err }
+
+// IsSilent reports whether err was already explained to the user.
+func IsSilent(err error) bool {
+	var s *SilentError
+	return errors.As(err, &s)
+}
+
+// NewRootCommand returns the kubectl-olmv1 command tree.
+func NewRootCommand(streams Streams) *cobra.Command {
+	o := &options{Streams: streams, pollInterval: 500 * time.Millisecond}
+	root := &cobra.Command{
+		Use:   "kubectl-olmv1",
+		Short: "Install operators with OLM v1, and validate, build and publish bundles and catalogs",
+		Long: `kubectl olmv1 is the command line of OLM v1.
+
+Cluster users add catalogs, search them, and install, watch, approve and uninstall operators.
+Operator authors validate bundles with the code rukpak runs, maintain file-based catalogs whose
+upgrade edges are computed for them, and build and push bundle and catalog images without a
+container engine (registry credentials come from the docker config file).`,
+		Example: `  # Publish a bundle and a catalog (no Docker needed)
+  kubectl olmv1 bundle validate ./bundle
+  kubectl olmv1 bundle push ./bundle quay.io/me/my-operator-bundle:v1.2.0
+  kubectl olmv1 catalog add-bundle ./catalog ./bundle --image quay.io/me/my-operator-bundle:v1.2.0
+  kubectl olmv1 catalog push ./catalog quay.io/me/my-catalog:latest
+
+  # Install from it
+  kubectl olmv1 catalog add my-catalog quay.io/me/my-catalog:latest --poll 10m
+  kubectl olmv1 search my-operator
+  kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --wait`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// kubectl runs the plugin as `kubectl olmv1`; usage lines say so.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl olmv1"},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	pf := root.PersistentFlags()
+	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, yaml or json")
+	pf.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	pf.StringVar(&o.context, "context", "", "the kubeconfig context to use")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		switch o.output {
+		case "table", "yaml", "json":
+			return nil
+		}
+		return fmt.Errorf("--output %q: use table, yaml or json", o.output)
+	}
+
+	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
+	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o))
+
+	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add and list Catalogs on the cluster (users)"}
+	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),
+		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o))
+
+	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
+		newApproveCommand(o), newUninstallCommand(o))
+	return root
+}
+
+// Execute runs the command tree with args and returns the error to exit with.
+func Execute(ctx context.Context, streams Streams, args []string) error {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}

@@ -1,0 +1,251 @@
+// Package helm implements the core-rukpak-io-helm provisioner: the bundle is a Helm chart, rendered
+// in-process with Helm's template engine and handed to the apply engine like any other bundle, so
+// installs and upgrades are revisions of the same Helm release storage the other provisioners use.
+//
+// What is rendered: the chart's templates and its enabled subcharts' (library charts contribute
+// their named templates), plus the files in crds/ of the chart and its subcharts, with values merged
+// from the chart's defaults, spec.config.valuesFrom (in order) and spec.config.values (last).
+// values.schema.json is enforced; Chart.yaml kubeVersion is checked against the cluster's version.
+//
+// Hooks: test hooks (helm.sh/hook: test) are left out, since only `helm test` runs them. Every
+// other hook is rejected with an error that names it: rukpak applies a chart declaratively and
+// re-applies it to revert drift, so a run-once action bound to an install, upgrade, rollback or
+// delete event has nothing to map to. A chart whose hooks are switched by values can be installed
+// with those hooks switched off.
+//
+// Rendering must be deterministic: rukpak renders on every reconcile and records a new revision
+// whenever the output changes, so a chart is rendered twice and a template whose output differs
+// (randAlphaNum, uuidv4, now …) is reported. `lookup` sees nothing (the render never reads the
+// cluster), .Release.IsInstall is true and .Release.Revision is 1 on every render.
+package helm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/manifest"
+)
+
+// ProvisionerClassName is the spec.provisionerClassName this renderer serves.
+const ProvisionerClassName = "core-rukpak-io-helm"
+
+// Reasons of the InvalidBundleErrors this renderer returns (the Unpacked condition's reason).
+const (
+	// ReasonInvalidChart: the content is not a loadable, installable chart, or a template fails.
+	ReasonInvalidChart = "InvalidBundle"
+	// ReasonInvalidValues: the values do not satisfy values.schema.json, or cannot be read.
+	ReasonInvalidValues = "InvalidValues"
+	// ReasonUnsupportedHook: the chart declares a Helm hook other than a test hook.
+	ReasonUnsupportedHook = "UnsupportedHelmHook"
+	// ReasonIncompatibleKubeVersion: Chart.yaml kubeVersion excludes the cluster's version.
+	ReasonIncompatibleKubeVersion = "IncompatibleKubeVersion"
+)
+
+// notesFile is the suffix of the rendered NOTES.txt of a chart, which is not a manifest.
+const notesFile = "/templates/NOTES.txt"
+
+// Renderer renders Helm charts.
+type Renderer struct {
+	values       client.Reader
+	capabilities CapabilitiesFunc
+}
+
+var _ provisioner.Renderer = (*Renderer)(nil)
+
+// Option configures a Renderer.
+type Option func(*Renderer)
+
+// WithValuesReader sets the reader of the Secrets and ConfigMaps named by spec.config.valuesFrom.
+// It should read the API server directly (rukpak's cache holds only the objects it installed).
+// Without it, a BundleDeployment with valuesFrom cannot be rendered.
+func WithValuesReader(r client.Reader) Option { return func(h *Renderer) { h.values = r } }
+
+// WithCapabilities sets what templates see as .Capabilities (the cluster's version and API
+// versions), also used for the kubeVersion check. Without it Helm's defaults are used.
+func WithCapabilities(f CapabilitiesFunc) Option { return func(h *Renderer) { h.capabilities = f } }
+
+// New returns a Helm Renderer.
+func New(opts ...Option) *Renderer {
+	r := &Renderer{}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Render loads the chart from req.Content, merges the values and renders the chart's objects.
+func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]client.Object, error) {
+	ch, where, err := loadChart(req.Content)
+	if err != nil {
+		return nil, invalid(ReasonInvalidChart, err.Error())
+	}
+	name := fmt.Sprintf("chart %s %s (%s)", ch.Name(), ch.Metadata.Version, where)
+	if ch.Metadata.Type != "" && ch.Metadata.Type != "application" {
+		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s has type %q and cannot be installed: only application charts can; a library chart is used as a dependency of one", name, ch.Metadata.Type))
+	}
+	if missing := missingDependencies(ch); len(missing) > 0 {
+		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: dependencies found in Chart.yaml, but missing in charts/: %s (vendor them with `helm dependency build` before publishing the chart)", name, strings.Join(missing, ", ")))
+	}
+
+	vals, err := r.mergeValues(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities
+	if r.capabilities != nil {
+		if caps, err = r.capabilities(ctx); err != nil {
+			return nil, fmt.Errorf("discovering the cluster's version and API versions for .Capabilities: %w", err)
+		}
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, invalid(ReasonIncompatibleKubeVersion, fmt.Sprintf("%s requires kubeVersion %q, and the cluster runs Kubernetes %s: use a chart version that supports this cluster", name, kv, caps.KubeVersion.String()))
+	}
+
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: processing its dependencies: %v", name, err))
+	}
+	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
+		Name: req.Name, Namespace: req.InstallNamespace, Revision: 1, IsInstall: true,
+	}, caps)
+	if err != nil {
+		// Helm's schema report spans lines (chart, then one "- at '/path': problem" per violation).
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: %s (fix spec.config.values or spec.config.valuesFrom)", name, msg))
+	}
+
+	hooks, manifests, err := renderDeterministic(ch, top, caps)
+	if err != nil {
+		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %v", name, err))
+	}
+	if err := checkHooks(name, hooks); err != nil {
+		return nil, err
+	}
+
+	var objs []manifest.Object
+	for _, crd := range ch.CRDObjects() {
+		o, err := manifest.Decode(crd.Filename, crd.File.Data)
+		if err != nil {
+			return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %v", name, err))
+		}
+		objs = append(objs, o...)
+	}
+	for _, m := range manifests {
+		o, err := manifest.Decode(m.Name, []byte(m.Content))
+		if err != nil {
+			return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: rendered %v", name, err))
+		}
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s renders no objects with these values", name))
+	}
+	return unique(name, objs)
+}
+
+// missingDependencies lists the dependencies Chart.yaml declares that charts/ does not hold.
+func missingDependencies(ch *chart.Chart) []string {
+	var missing []string
+	for _, d := range ch.Metadata.Dependencies {
+		if !slices.ContainsFunc(ch.Dependencies(), func(c *chart.Chart) bool { return c.Name() == d.Name }) {
+			missing = append(missing, d.Name)
+		}
+	}
+	return missing
+}
+
+// renderDeterministic renders the chart twice and fails when an object's output differs: such a
+// chart would get a new revision on every reconcile. Hooks are not compared (test hooks often carry
+// random names, and they are not applied).
+func renderDeterministic(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, error) {
+	hooks, first, err := renderOnce(ch, top, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, second, err := renderOnce(ch, top, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	var differ []string
+	for i, m := range first {
+		if i >= len(second) || second[i].Name != m.Name || second[i].Content != m.Content {
+			differ = append(differ, m.Name)
+		}
+	}
+	if len(differ) > 0 || len(first) != len(second) {
+		return nil, nil, fmt.Errorf("%s render differently each time (random or time-based functions such as randAlphaNum, uuidv4, now, genCA): rukpak renders on every reconcile and would record a new revision each time; pass such values in spec.config.values instead",
+			strings.Join(slices.Compact(differ), ", "))
+	}
+	return hooks, first, nil
+}
+
+// renderOnce renders the templates and splits the output into hooks and manifests (in install
+// order), leaving NOTES.txt out.
+func renderOnce(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, error) {
+	var e engine.Engine
+	files, err := e.Render(ch, top)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k := range files {
+		if strings.HasSuffix(k, notesFile) {
+			delete(files, k)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the rendered templates are not valid manifests: %w", err)
+	}
+	return hooks, manifests, nil
+}
+
+// checkHooks rejects every hook but test hooks, naming them.
+func checkHooks(name string, hooks []*release.Hook) error {
+	var rejected []string
+	for _, h := range hooks {
+		var events []string
+		test := true
+		for _, e := range h.Events {
+			events = append(events, e.String())
+			test = test && e == release.HookTest
+		}
+		if test {
+			continue
+		}
+		rejected = append(rejected, fmt.Sprintf("%s %q in %s (helm.sh/hook: %s)", h.Kind, h.Name, h.Path, strings.Join(events, ",")))
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	return invalid(ReasonUnsupportedHook, fmt.Sprintf("%s declares Helm hooks, which rukpak does not run: %s. rukpak applies a chart's objects declaratively and re-applies them to revert drift, so there is no install/upgrade/delete event to run a hook on; switch the hooks off through values if the chart allows it, or use a chart without them (test hooks are ignored)",
+		name, strings.Join(rejected, "; ")))
+}
+
+// unique fails when two documents declare the same object.
+func unique(name string, objs []manifest.Object) ([]client.Object, error) {
+	seen := map[string]string{}
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		u := o.Obj
+		key := fmt.Sprintf("%s/%s %s/%s", u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())
+		if prev, dup := seen[key]; dup {
+			return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %s %q is rendered by both %s and %s; each object may appear once", name, u.GetKind(), u.GetName(), prev, o.Source()))
+		}
+		seen[key] = o.Source()
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func invalid(reason, msg string) error {
+	return &provisioner.InvalidBundleError{Reason: reason, Message: "helm " + msg}
+}
