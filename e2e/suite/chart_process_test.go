@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
+	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
 )
 
 // The chart's pods never run on kwok fake nodes; the chart spec runs the binaries as local processes
@@ -122,23 +123,11 @@ func (p *chartProcess) refreshSecretVolumes(ctx context.Context) {
 				items = append(items, corev1.KeyToPath{Key: k, Path: k})
 			}
 		}
-		ts, err := os.MkdirTemp(v.dir, "..ts-")
-		Expect(err).NotTo(HaveOccurred())
+		files := map[string][]byte{}
 		for _, it := range items {
-			Expect(os.WriteFile(filepath.Join(ts, it.Path), data[it.Key], 0o600)).To(Succeed())
+			files[it.Path] = data[it.Key]
 		}
-		old, _ := os.Readlink(filepath.Join(v.dir, "..data"))
-		tmp := filepath.Join(v.dir, "..data_tmp")
-		Expect(os.Symlink(filepath.Base(ts), tmp)).To(Succeed())
-		Expect(os.Rename(tmp, filepath.Join(v.dir, "..data"))).To(Succeed())
-		for _, it := range items {
-			if _, err := os.Lstat(filepath.Join(v.dir, it.Path)); os.IsNotExist(err) {
-				Expect(os.Symlink(filepath.Join("..data", it.Path), filepath.Join(v.dir, it.Path))).To(Succeed())
-			}
-		}
-		if old != "" {
-			Expect(os.RemoveAll(filepath.Join(v.dir, old))).To(Succeed())
-		}
+		Expect(boottest.WriteSecretVolume(v.dir, files)).To(Succeed())
 	}
 }
 

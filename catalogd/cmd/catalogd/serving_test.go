@@ -2,17 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,42 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
+	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
 )
 
-// rotateSecretVolume writes a key pair for cn the way kubelet updates a Secret volume (the layout the
-// chart mounts at /etc/olmv1/tls): files in a timestamped directory, ..data pointing at it, tls.crt and
-// tls.key symlinks through ..data; a rotation renames ..data atomically and removes the old directory.
+// rotateSecretVolume writes a new key pair for cn the way kubelet updates the Secret volume the chart
+// mounts at /etc/olmv1/tls.
 func rotateSecretVolume(t *testing.T, dir, cn string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	check(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	check(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	check(t, err)
-	ts := filepath.Join(dir, "..ts-"+cn)
-	check(t, os.MkdirAll(ts, 0o755))
-	check(t, os.WriteFile(filepath.Join(ts, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	check(t, os.WriteFile(filepath.Join(ts, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	old, _ := os.Readlink(filepath.Join(dir, "..data"))
-	check(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")))
-	check(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); os.IsNotExist(err) {
-			check(t, os.Symlink(filepath.Join("..data", f), filepath.Join(dir, f)))
-		}
-	}
-	if old != "" {
-		check(t, os.RemoveAll(filepath.Join(dir, old)))
-	}
+	check(t, boottest.RotateServingCert(dir, cn))
 }
 
 func check(t *testing.T, err error) {
@@ -68,10 +30,9 @@ func check(t *testing.T, err error) {
 
 func servedCN(t *testing.T, addr string) string {
 	t.Helper()
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the served certificate
+	cn, err := boottest.ServedCN(addr)
 	check(t, err)
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	return cn
 }
 
 // The content endpoint is started with the chart's flags (--tls-cert-file/--tls-key-file in a Secret

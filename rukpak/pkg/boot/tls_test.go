@@ -2,64 +2,21 @@ package boot
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
 )
 
-// writeSecretVolume writes a key pair for cn the way kubelet updates a Secret volume: the files live
-// in a timestamped directory, ..data points at it, and tls.crt/tls.key are symlinks through ..data,
-// so a rotation is one atomic rename of ..data.
+// writeSecretVolume writes a new key pair for cn the way kubelet updates a Secret volume.
 func writeSecretVolume(t *testing.T, dir, cn string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := filepath.Join(dir, "..ts-"+cn)
-	if err := os.MkdirAll(ts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	must(t, os.WriteFile(filepath.Join(ts, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	must(t, os.WriteFile(filepath.Join(ts, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	tmpLink := filepath.Join(dir, "..data_tmp")
-	must(t, os.Symlink(filepath.Base(ts), tmpLink))
-	must(t, os.Rename(tmpLink, filepath.Join(dir, "..data")))
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); os.IsNotExist(err) {
-			must(t, os.Symlink(filepath.Join("..data", f), filepath.Join(dir, f)))
-		}
-	}
+	must(t, boottest.RotateServingCert(dir, cn))
 }
 
 func must(t *testing.T, err error) {
@@ -72,12 +29,9 @@ func must(t *testing.T, err error) {
 // servedCN is the common name of the certificate a TLS server on addr presents.
 func servedCN(t *testing.T, addr string) string {
 	t.Helper()
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the served certificate
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	cn, err := boottest.ServedCN(addr)
+	must(t, err)
+	return cn
 }
 
 func TestMetricsCertificateIsReloadedWithoutRestart(t *testing.T) {
