@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,7 +27,10 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
-var operatorGVR = schema.GroupVersionResource{Group: "operators.operatorframework.io", Version: "v1alpha1", Resource: "operators"}
+var (
+	operatorGVR = schema.GroupVersionResource{Group: "operators.operatorframework.io", Version: "v1alpha1", Resource: "operators"}
+	crdGVR      = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
 
 // exampleOperatorDir holds the example-operator bundles and catalogs (e2e/testdata/example-operator).
 func exampleOperatorDir() string {
@@ -61,6 +66,27 @@ func pushBundleAs(ctx context.Context, v, repoTag string) string {
 	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
 	Expect(err).NotTo(HaveOccurred())
 	return ref
+}
+
+// pushGadgetOperator pushes every bundle of the gadget-operator stand-in package
+// (e2e/testdata/gadget-operator) as <registry>/bundles/gadget-operator:<version> and its catalog, with
+// the bundle references pointed at this registry, as <registry>/catalogs/gadget-index:v1. It returns
+// the catalog ref and the bundle refs by version.
+func pushGadgetOperator(ctx context.Context) (catalog string, bundles map[string]string) {
+	dir := filepath.Join(env.repoRoot, "e2e", "testdata", "gadget-operator")
+	entries, err := os.ReadDir(filepath.Join(dir, "bundles"))
+	Expect(err).NotTo(HaveOccurred())
+	bundles = map[string]string{}
+	for _, e := range entries {
+		img, err := imagebuild.RegistryV1BundleImage(filepath.Join(dir, "bundles", e.Name()))
+		Expect(err).NotTo(HaveOccurred())
+		bundles[e.Name()] = env.registry.Addr + "/bundles/gadget-operator:" + e.Name()
+		_, err = imagebuild.Push(ctx, img, bundles[e.Name()], imagebuild.WithInsecure())
+		Expect(err).NotTo(HaveOccurred())
+	}
+	fbc, err := os.ReadFile(filepath.Join(dir, "catalog", "catalog.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	return pushCatalog(ctx, strings.ReplaceAll(string(fbc), "registry.invalid", env.registry.Addr), "gadget-index", "v1"), bundles
 }
 
 // fbcBundle renders an olm.bundle blob (JSON) with extra properties (JSON objects joined by commas).
@@ -322,6 +348,40 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 		waitBundleDeploymentRef(ctx, "widget-consumer", needsImg)
 		waitOperatorCondition(ctx, "widget-provider", "Installed", "True", 2*time.Minute)
 		waitOperatorCondition(ctx, "widget-consumer", "Installed", "True", 2*time.Minute)
+	})
+	It("installs the highest semver bundle of the default channel for an Operator that names only its package", Label("seed-highest-semver"), func(ctx SpecContext) {
+		const opName, installNS = "gadget-operator", "gadget-system"
+		catalogRef, bundleRefs := pushGadgetOperator(ctx)
+		Expect(bundleRefs).To(HaveKey("1.10.0"))
+		createServingCatalog(ctx, "gadget-catalog", catalogRef)
+
+		By("an Operator with only packageName resolves to 1.10.0: the highest semver of the default channel stable " +
+			"(1.2.0 sorts above it as a string; 2.0.0 is only in candidate)")
+		createOperator(ctx, opName, map[string]any{"packageName": "gadget-operator"})
+		bd := waitBundleDeploymentRef(ctx, opName, bundleRefs["1.10.0"])
+		Expect(bd.Spec.ProvisionerClassName).To(Equal(rukpakv1alpha1.ProvisionerRegistry))
+		Expect(bd.Spec.InstallNamespace).To(Equal(installNS), "the CSV's suggested namespace")
+		op := waitOperatorCondition(ctx, opName, "Resolved", "True", time.Minute)
+		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("gadget-operator.v1.10.0"))
+		resolved, _, _ := unstructured.NestedString(op.Object, "status", "resolvedBundle", "version")
+		Expect(resolved).To(Equal("1.10.0"))
+
+		By("the BundleDeployment and the Operator become Installed and Healthy (CRD Established, Deployment Available)")
+		Eventually(func(g Gomega) {
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled)).To(BeTrue(), "%v", bd.Status.Conditions)
+			g.Expect(meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeHealthy)).To(BeTrue(), "%v", bd.Status.Conditions)
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+		op = waitOperatorCondition(ctx, opName, "Healthy", "True", 2*time.Minute)
+		installed, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
+		Expect(installed).To(Equal("1.10.0"))
+		crd, err := dc.Resource(crdGVR).Get(ctx, "gadgets.semver.olmv1.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(findCondition(crd, "Established")).To(HaveKeyWithValue("status", "True"))
+		dep, err := env.clientset.AppsV1().Deployments(installNS).Get(ctx, "gadget-operator", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dep.Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":v1.10.0"))
 	})
 	It("installs the seed's ConfigMap catalog's package and removes it on deletion", Label("seed-configmap-flow"), func(ctx SpecContext) {
 		const cmName, catalogName, opName = "seed-flow-content", "seed-flow", "hello-operator"

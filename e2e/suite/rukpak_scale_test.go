@@ -24,6 +24,8 @@ import (
 // filter of `make test-e2e` leaves it out; run it with:
 //
 //	make test-e2e E2E_LABELS=rukpak-scale
+//
+// `make bench` measures the same as benchmark metrics (e2e/bench, BenchmarkBundleDeploymentsScale).
 var _ = Describe("rukpak at scale", Label("rukpak-scale"), Ordered, func() {
 	It("stays small and idle with 1, 10 and 100 BundleDeployments", func(ctx SpecContext) {
 		pid := 0

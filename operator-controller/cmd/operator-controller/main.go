@@ -25,6 +25,7 @@ func main() {
 	var (
 		pageSize int64
 		qps      float64
+		workers  int
 	)
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
@@ -42,6 +43,8 @@ func main() {
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&pageSize, "catalogmetadata-page-size", 500, "number of CatalogMetadata blobs per list request when reading a catalog")
 			fs.Float64Var(&qps, "kube-api-qps", 50, "requests per second to the API server (burst: twice as many)")
+			fs.IntVar(&workers, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,
+				"Operators reconciled at once (resolution itself runs once for a burst of changes)")
 		},
 		ManagerOptions: func(o *ctrl.Options) { o.Cache = controller.CacheOptions() },
 		Setup: func(_ context.Context, mgr ctrl.Manager) error {
@@ -63,6 +66,8 @@ func main() {
 				APIReader: direct,
 				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}},
 				Metrics:   controller.NewMetrics(crmetrics.Registry),
+
+				MaxConcurrentReconciles: workers,
 			}).SetupWithManager(mgr)
 		},
 	}, os.Args[1:]))

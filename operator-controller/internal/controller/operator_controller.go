@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,6 +46,10 @@ type OperatorReconciler struct {
 	Catalogs *catalogs.Cache
 	// Metrics, when set, records resolution durations and Operator states.
 	Metrics *Metrics
+	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 4). Resolution itself
+	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
+	// Operator's own writes (namespace, BundleDeployment, status).
+	MaxConcurrentReconciles int
 
 	mu       sync.Mutex
 	lastIdx  *olm.Index
@@ -97,7 +103,7 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			ns = bd.Spec.InstallNamespace
 		}
 		obs.namespace = ns
-		if err := r.ensureNamespace(ctx, op, ns); err != nil {
+		if err := r.ensureNamespaceUnlessInstalled(ctx, op, bd, ns); err != nil {
 			obs.applyErr, stepErr = err, err
 		} else if newBD, err := r.ensureBundleDeployment(ctx, op, bd, obs.outcome.Bundle, ns); err != nil {
 			obs.applyErr = err
@@ -126,6 +132,10 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, stepErr
 }
 
+// DefaultMaxConcurrentReconciles is the number of Operators reconciled at once when
+// OperatorReconciler.MaxConcurrentReconciles is not set.
+const DefaultMaxConcurrentReconciles = 4
+
 // terminalError is an error that retrying cannot fix (e.g. an unsupported bundle media type).
 type terminalError struct{ err error }
 
@@ -148,7 +158,13 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 
 // resolve resolves every Operator together and returns op's outcome. Results are reused while the
 // requests and the catalogs' content are unchanged.
+//
+// The inputs are read under the lock: reconciles that waited for another one's resolution read the
+// cache as it is now, usually find the same requests, and reuse its result instead of resolving again
+// for a state that is already gone.
 func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (resolve.Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	ops := &operatorsv1alpha1.OperatorList{}
 	if err := r.Client.List(ctx, ops); err != nil {
 		return resolve.Outcome{}, fmt.Errorf("listing Operators: %w", err)
@@ -178,8 +194,6 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 
 	key := fingerprint(reqs)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
 		start := time.Now()
 		r.lastOut = resolve.Resolve(ctx, idx, reqs)
@@ -193,6 +207,18 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 		return resolve.Outcome{}, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
 	}
 	return o, nil
+}
+
+// ensureNamespaceUnlessInstalled is ensureNamespace, skipped when op's BundleDeployment is installed
+// in ns: the namespace existed then, and this Operator was made one of its owners before the
+// BundleDeployment was created. That keeps the reconciles that change nothing (a catalog update
+// re-reconciles every Operator) free of API requests. If the namespace is deleted anyway, rukpak
+// reports the BundleDeployment not Installed, which brings the check back.
+func (r *OperatorReconciler) ensureNamespaceUnlessInstalled(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, ns string) error {
+	if bd != nil && bd.Spec.InstallNamespace == ns && apimeta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
+		return nil
+	}
+	return r.ensureNamespace(ctx, op, ns)
 }
 
 // ensureNamespace creates the install namespace when it is missing, owned by and labelled for op, so
@@ -277,8 +303,13 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operator").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&operatorsv1alpha1.Operator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rukpakv1alpha1.BundleDeployment{}).
 		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

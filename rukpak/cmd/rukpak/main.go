@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
@@ -37,7 +38,9 @@ type flags struct {
 	cacheDir   string
 	maxHistory int
 	qps        float64
-	webhooks   webhookFlags
+	// maxConcurrentReconciles is how many BundleDeployments are reconciled at once.
+	maxConcurrentReconciles int
+	webhooks                webhookFlags
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -45,7 +48,9 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"rukpak's namespace: Helm release Secrets are stored there, and Secrets and ConfigMaps named by bundle sources are read from it (created when missing)")
 	fs.StringVar(&f.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "olmv1-rukpak"), "directory where unpacked bundles are cached")
 	fs.IntVar(&f.maxHistory, "max-history", 10, "revisions kept per BundleDeployment (Helm release history); older ones are deleted")
-	fs.Float64Var(&f.qps, "kube-api-qps", 50, "requests per second to the API server for applying bundles and storing revisions (burst: twice as many)")
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "requests per second to the API server for applying bundles, storing revisions and writing BundleDeployment status (burst: twice as many)")
+	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 8,
+		"BundleDeployments reconciled (unpacked, applied, health-checked) at once; the same BundleDeployment is never reconciled twice at once")
 	f.webhooks.bind(fs)
 }
 
@@ -85,6 +90,13 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// BundleDeployments are read from the manager's cache but written (finalizer, status) at --kube-api-qps:
+	// the manager's own client has client-go's default limit of 5 requests per second.
+	cached, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+	if err != nil {
+		return err
+	}
 	r := &controller.BundleDeploymentReconciler{
 		Client:         mgr.GetClient(),
 		EndpointReader: direct,
@@ -105,10 +117,15 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Namespace: f.namespace,
 		Recorder:  mgr.GetEventRecorderFor("rukpak"),
 	}
+	r.Client, r.MaxConcurrentReconciles = cached, f.maxConcurrentReconciles
+	r.Metrics = controller.NewMetrics(crmetrics.Registry)
 	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {
 		return err
 	}
-	return r.SetupWithManager(mgr)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return f.webhooks.startRotation(mgr, r.ResyncAll)
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {

@@ -1,15 +1,21 @@
 // Package controller reconciles BundleDeployments: ensureFinalizer → unpack → render → apply →
 // checkHealth, then the Unpacked, Installed and Healthy conditions are set in one place and the
-// status is patched once.
+// status is patched once (only when it changed). Several BundleDeployments are reconciled at once
+// (MaxConcurrentReconciles); applied objects and the EndpointSlices of webhook Services are watched
+// through the label-scoped cache (Watches); Metrics documents rukpak's Prometheus metrics.
 package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -37,7 +44,8 @@ const (
 	SkipCRDUpgradeSafetyAnnotation = "core.rukpak.io/skip-crd-upgrade-safety"
 
 	// unhealthyRecheck is how often an unhealthy BundleDeployment is looked at again even when no
-	// watched object changes.
+	// watched object changes (the watches of applied objects and of webhook Services' EndpointSlices
+	// usually reconcile it sooner).
 	unhealthyRecheck = 30 * time.Second
 )
 
@@ -50,8 +58,9 @@ type BundleDeploymentReconciler struct {
 	Client client.Client
 	// HealthReader reads the applied objects (the label-scoped cache).
 	HealthReader client.Reader
-	// EndpointReader reads the EndpointSlices of webhook Services (not the label-scoped cache);
-	// when nil, webhook endpoints are not checked.
+	// EndpointReader reads the EndpointSlices of webhook Services; when nil, webhook endpoints are not
+	// checked. It reads the API server, not the label-scoped cache, so that slices which do not carry
+	// their Service's labels count too; changes of those that do are watched (Watches).
 	EndpointReader client.Reader
 	// Unpacker fetches spec.source.
 	Unpacker source.Unpacker
@@ -67,6 +76,31 @@ type BundleDeploymentReconciler struct {
 	Recorder record.EventRecorder
 	// Watches starts label-scoped watches of the applied kinds (optional).
 	Watches *Watches
+	// MaxConcurrentReconciles is how many BundleDeployments are reconciled at once (default 1).
+	// controller-runtime never reconciles the same BundleDeployment twice at once, and everything a
+	// reconcile touches is either its own (its Helm release, its unpack cache key) or safe for
+	// concurrent use (the unpacker, the watches, the renderers), so installs of different bundles
+	// proceed in parallel.
+	MaxConcurrentReconciles int
+	// Metrics records step durations, condition counts and revisions (optional).
+	Metrics *Metrics
+
+	// resync feeds ResyncAll's events to the controller.
+	resync chan event.GenericEvent
+	// triggers tells health-only reconciles from others; installed remembers what the last apply of
+	// each BundleDeployment installed, for them.
+	triggers  *triggers
+	installed sync.Map // BundleDeployment name → *installedState
+}
+
+// installedState is what a health-only reconcile needs from the last apply of a BundleDeployment,
+// and what the BundleDeployment looked like then.
+type installedState struct {
+	generation  int64
+	annotations map[string]string
+	revision    int
+	objects     int
+	plan        health.Plan
 }
 
 // stepError is a failed step: which condition it fails, with which reason, and whether retrying can
@@ -87,13 +121,21 @@ type state struct {
 	hash     string
 	objects  []client.Object
 	applied  *apply.Result
-	healthy  error
+	// count and plan describe what is installed: the applied objects, or those of the last apply
+	// when a health-only reconcile applied nothing.
+	count   int
+	plan    health.Plan
+	healthy error
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	bd := &rukpakv1alpha1.BundleDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, bd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.Name)
+			r.installed.Delete(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bd.DeletionTimestamp.IsZero() {
@@ -105,20 +147,27 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 
 	orig := bd.DeepCopy()
 	st := &state{}
-	err := r.unpack(ctx, bd, st)
-	if err == nil {
-		err = r.render(ctx, bd, st)
-	}
-	if err == nil {
-		err = r.apply(ctx, bd, st)
+	var err error
+	if !r.healthOnly(bd, st) {
+		err = r.unpack(ctx, bd, st)
+		if err == nil {
+			err = r.render(ctx, bd, st)
+		}
+		if err == nil {
+			err = r.apply(ctx, bd, st)
+		}
 	}
 	if err == nil {
 		r.checkHealth(ctx, st)
 	}
 	r.setStatus(bd, st, err)
+	r.Metrics.observe(bd)
 	r.emitEvents(orig, bd, st)
-	if perr := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); perr != nil {
-		return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, perr)
+	// Most reconciles (drift and health events) change nothing: no request then.
+	if !equality.Semantic.DeepEqual(orig.Status, bd.Status) {
+		if perr := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); perr != nil {
+			return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, perr)
+		}
 	}
 
 	var se *stepError
@@ -132,6 +181,28 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{RequeueAfter: unhealthyRecheck}, nil
 	}
 	return ctrl.Result{RequeueAfter: pollInterval(bd.Spec.Source)}, nil
+}
+
+// healthOnly prepares a reconcile that only checks health, and reports whether this is one: when the
+// only events since the last reconcile were status changes of applied objects or endpoint changes,
+// and the BundleDeployment is as it was when its installed revision was applied. Drift, deletions of
+// applied objects, changes of the BundleDeployment, re-checks and source polls always apply.
+func (r *BundleDeploymentReconciler) healthOnly(bd *rukpakv1alpha1.BundleDeployment, st *state) bool {
+	if !r.triggers.take(bd.Name) {
+		return false
+	}
+	v, ok := r.installed.Load(bd.Name)
+	if !ok {
+		return false
+	}
+	last := v.(*installedState)
+	if last.generation != bd.Generation || !maps.Equal(last.annotations, bd.Annotations) || int64(last.revision) != bd.Status.InstalledRevision ||
+		!meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
+		return false
+	}
+	st.applied = &apply.Result{Revision: last.revision}
+	st.count, st.plan = last.objects, last.plan
+	return true
 }
 
 func (r *BundleDeploymentReconciler) ensureFinalizer(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) error {
@@ -158,12 +229,18 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	}
 	patch := client.MergeFrom(bd.DeepCopy())
 	controllerutil.RemoveFinalizer(bd, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, bd, patch))
+	if err := r.Client.Patch(ctx, bd, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.Metrics.forget(bd.Name)
+	r.installed.Delete(bd.Name)
+	return nil
 }
 
 func unpackKey(bd *rukpakv1alpha1.BundleDeployment) string { return "bundledeployment/" + bd.Name }
 
 func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
+	defer r.Metrics.observeStep(StepUnpack, time.Now())
 	if r.Renderers[bd.Spec.ProvisionerClassName] == nil {
 		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed, terminal: true,
 			err: fmt.Errorf("provisioner %q is not supported by this rukpak; use one of %v", bd.Spec.ProvisionerClassName, r.classes())}
@@ -189,6 +266,7 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 }
 
 func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
+	defer r.Metrics.observeStep(StepRender, time.Now())
 	objs, err := r.Renderers[bd.Spec.ProvisionerClassName].Render(ctx, provisioner.Request{
 		Content:          os.DirFS(st.unpacked.Dir),
 		Name:             bd.Name,
@@ -220,7 +298,10 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	if r.Preflight != nil && bd.Annotations[SkipCRDUpgradeSafetyAnnotation] != "true" {
 		req.Preflight = r.Preflight
 	}
+	start := time.Now()
 	res, err := r.Engine.Apply(ctx, req)
+	r.Metrics.observeStep(StepApply, start)
+	r.Metrics.observeApply(res, err)
 	var ae *apply.Error
 	if errors.As(err, &ae) {
 		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: ae.Reason, terminal: ae.Reason == apply.ReasonPreflightFailed, err: err}
@@ -228,22 +309,26 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	if err != nil {
 		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed, err: err}
 	}
-	st.applied = res
+	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
+	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
+		revision: res.Revision, objects: st.count, plan: st.plan})
 	if r.Watches != nil {
 		if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
 			return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed,
 				err: fmt.Errorf("installed revision %d but cannot watch its objects for drift: %w", res.Revision, err)}
 		}
+		r.Metrics.watchedKinds(r.Watches.Kinds())
 	}
 	return nil
 }
 
 func (r *BundleDeploymentReconciler) checkHealth(ctx context.Context, st *state) {
+	defer r.Metrics.observeStep(StepHealth, time.Now())
 	reader := r.HealthReader
 	if reader == nil {
 		reader = r.Client
 	}
-	st.healthy = health.Check(ctx, reader, r.EndpointReader, st.applied.Objects)
+	st.healthy = st.plan.Check(ctx, reader, r.EndpointReader)
 }
 
 // setStatus is the one place conditions are decided.
@@ -277,8 +362,10 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	case st.applied != nil:
 		bd.Status.InstalledRevision = int64(st.applied.Revision)
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded,
-			fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, len(st.applied.Objects)))
-		r.setHistory(bd)
+			fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count))
+		if st.applied.Changed || len(bd.Status.History) == 0 {
+			r.setHistory(bd) // re-applying the deployed revision leaves the history as it is
+		}
 	case se != nil && se.condition == rukpakv1alpha1.TypeInstalled:
 		msg := se.Error()
 		if installed {

@@ -6,10 +6,12 @@ import (
 	"maps"
 	"sync"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +25,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
+	"github.com/olmv1/olmv1/rukpak/internal/health"
 )
 
 // CacheOptions scope the manager's cache to what rukpak owns: every informer but the
@@ -39,17 +42,31 @@ func CacheOptions() cache.Options {
 
 // Watches starts, once per kind, a label-scoped watch of the objects rukpak applied; an event on one
 // of them reconciles its BundleDeployment, which reverts drift and refreshes health.
+//
+// Once a bundle has webhooks, it also watches EndpointSlices, label-scoped the same way: the
+// EndpointSlice controller copies a Service's labels onto its EndpointSlices, so the slices of the
+// Services rukpak applied carry rukpak's owner labels, and a webhook Service getting (or losing) a
+// ready endpoint reconciles its BundleDeployment at once.
 type Watches struct {
-	ctrl  controller.Controller
-	cache cache.Cache
-	mu    sync.Mutex
-	seen  map[schema.GroupVersionKind]bool
+	ctrl      controller.Controller
+	cache     cache.Cache
+	triggers  *triggers
+	mu        sync.Mutex
+	seen      map[schema.GroupVersionKind]bool
+	endpoints bool
 }
 
-// Ensure watches the kinds of objs that are not watched yet.
+// Ensure watches the kinds of objs that are not watched yet, and EndpointSlices when objs include
+// webhooks that call a Service.
 func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.endpoints && len(health.WebhookServices(objs)) > 0 {
+		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &discoveryv1.EndpointSlice{}, w.triggers.handler(func(event.UpdateEvent) bool { return true }, true))); err != nil {
+			return fmt.Errorf("watching the EndpointSlices of webhook Services: %w", err)
+		}
+		w.endpoints = true
+	}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if w.seen[gvk] {
@@ -57,7 +74,7 @@ func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) e
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, handler.EnqueueRequestsFromMapFunc(ownerRequest), appliedChanged{})); err != nil {
+		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{})); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
 		w.seen[gvk] = true
@@ -65,11 +82,18 @@ func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) e
 	return nil
 }
 
-// Kinds is how many kinds are watched.
+// Kinds is how many kinds of applied objects are watched (EndpointSlices not counted).
 func (w *Watches) Kinds() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.seen)
+}
+
+// WatchesEndpoints reports whether EndpointSlices are watched.
+func (w *Watches) WatchesEndpoints() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.endpoints
 }
 
 func ownerRequest(_ context.Context, o client.Object) []reconcile.Request {
@@ -85,13 +109,19 @@ func ownerRequest(_ context.Context, o client.Object) []reconcile.Request {
 func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundledeployment").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&rukpakv1alpha1.BundleDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Build(r)
 	if err != nil {
 		return err
 	}
-	r.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), seen: map[schema.GroupVersionKind]bool{}}
+	r.triggers = &triggers{pending: map[string]bool{}}
+	r.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), triggers: r.triggers, seen: map[schema.GroupVersionKind]bool{}}
+	r.resync = make(chan event.GenericEvent)
+	if err := c.Watch(source.Channel(r.resync, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
 	if r.HealthReader == nil {
 		r.HealthReader = mgr.GetCache()
 	}
@@ -123,10 +153,90 @@ func (appliedChanged) Update(e event.UpdateEvent) bool {
 	if !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
 		return true
 	}
-	gvk := n.GetObjectKind().GroupVersionKind()
-	switch gvk.Kind {
-	case "Deployment", "StatefulSet", "DaemonSet", "CustomResourceDefinition":
-		return true // status drives Healthy
+	// The status of these kinds drives Healthy.
+	return health.StatusKinds[n.GetObjectKind().GroupVersionKind().GroupKind()]
+}
+
+// statusOnly reports whether an update that appliedChanged passed changed only the status: such an
+// event needs a health check, not a re-apply. Kinds without a generation never count as status-only.
+func statusOnly(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o != nil && n != nil && n.GetGeneration() != 0 && o.GetGeneration() == n.GetGeneration() &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+}
+
+// triggers remembers, per BundleDeployment, whether every watch event since its last reconcile only
+// asked for a health check (statuses and endpoints changed), so that the reconcile can skip
+// unpacking, rendering and re-applying. Reconciles without a noted event (the BundleDeployment
+// changed, a re-check, a CA rotation) always apply.
+type triggers struct {
+	mu      sync.Mutex
+	pending map[string]bool // BundleDeployment → every pending event is health-only
+}
+
+func (t *triggers) note(name string, healthOnly bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if prev, ok := t.pending[name]; ok {
+		healthOnly = healthOnly && prev
 	}
-	return false
+	t.pending[name] = healthOnly
+}
+
+// take returns whether the reconcile of name was asked for by health-only events alone, and forgets
+// them.
+func (t *triggers) take(name string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	healthOnly, ok := t.pending[name]
+	delete(t.pending, name)
+	return ok && healthOnly
+}
+
+// handler enqueues the owner of an event's object, noting whether the event was health-only: updates
+// for which healthOnly says so, and other events when othersHealthOnly is set (EndpointSlices).
+func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealthOnly bool) handler.EventHandler {
+	enqueue := func(o client.Object, only bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range ownerRequest(context.Background(), o) {
+			t.note(req.Name, only)
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, othersHealthOnly, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, healthOnly(e), q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, othersHealthOnly, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, othersHealthOnly, q)
+		},
+	}
+}
+
+// ResyncAll reconciles every BundleDeployment, e.g. after the webhook CA rotated: each re-renders its
+// bundle and applies a new revision when the rendered objects changed. It returns once all are queued.
+func (r *BundleDeploymentReconciler) ResyncAll(ctx context.Context) error {
+	if r.resync == nil {
+		return fmt.Errorf("the BundleDeployment controller is not set up")
+	}
+	list := &rukpakv1alpha1.BundleDeploymentList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("listing BundleDeployments to re-render: %w", err)
+	}
+	for i := range list.Items {
+		select {
+		case r.resync <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

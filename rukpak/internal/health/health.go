@@ -1,7 +1,8 @@
 // Package health decides whether the objects a BundleDeployment applied are ready: Deployments
 // Available (and rolled out), StatefulSets and DaemonSets with every replica ready and updated, CRDs
-// Established, and the Services that its webhooks call with a ready endpoint. Other kinds are healthy
-// once they exist.
+// Established, Jobs Complete (a Failed Job is unhealthy, with its reason), PersistentVolumeClaims
+// Bound, APIServices Available, and the Services that its webhooks call with a ready endpoint. Other
+// kinds are healthy once they exist.
 package health
 
 import (
@@ -11,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,13 +22,44 @@ import (
 // endpoint; endpoints must read EndpointSlices, which rukpak does not label, so it is not the
 // label-scoped cache.
 func Check(ctx context.Context, reader, endpoints client.Reader, objs []*unstructured.Unstructured) error {
-	if err := checkObjects(ctx, reader, objs); err != nil {
+	return NewPlan(objs).Check(ctx, reader, endpoints)
+}
+
+// Plan is what Check looks at for one set of applied objects: the objects whose status decides health
+// (as references) and the webhook Services. It is small enough to keep per BundleDeployment between
+// reconciles, unlike the objects themselves (CRDs can be large).
+type Plan struct {
+	Objects  []ObjectRef
+	Services []ServiceRef
+}
+
+// ObjectRef names one applied object whose status decides health.
+type ObjectRef struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// NewPlan extracts the Plan of objs.
+func NewPlan(objs []*unstructured.Unstructured) Plan {
+	var p Plan
+	for _, u := range objs {
+		if watched(u) {
+			p.Objects = append(p.Objects, ObjectRef{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+	p.Services = WebhookServices(objs)
+	return p
+}
+
+// Check is Check for the objects the plan was made of.
+func (p Plan) Check(ctx context.Context, reader, endpoints client.Reader) error {
+	if err := checkObjects(ctx, reader, p.Objects); err != nil {
 		return err
 	}
 	if endpoints == nil {
 		return nil
 	}
-	for _, svc := range WebhookServices(objs) {
+	for _, svc := range p.Services {
 		if err := checkEndpoints(ctx, endpoints, svc); err != nil {
 			return err
 		}
@@ -34,18 +67,15 @@ func Check(ctx context.Context, reader, endpoints client.Reader, objs []*unstruc
 	return nil
 }
 
-func checkObjects(ctx context.Context, reader client.Reader, objs []*unstructured.Unstructured) error {
-	for _, want := range objs {
-		if !watched(want) {
-			continue
-		}
+func checkObjects(ctx context.Context, reader client.Reader, refs []ObjectRef) error {
+	for _, ref := range refs {
 		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(want.GroupVersionKind())
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+		live.SetGroupVersionKind(ref.GVK)
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, live); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s %s not found", want.GetKind(), name(want))
+				return fmt.Errorf("%s %s not found", ref.GVK.Kind, ref.name())
 			}
-			return fmt.Errorf("reading %s %s: %w", want.GetKind(), name(want), err)
+			return fmt.Errorf("reading %s %s: %w", ref.GVK.Kind, ref.name(), err)
 		}
 		if ok, why := Evaluate(live); !ok {
 			return fmt.Errorf("%s %s is not ready: %s", live.GetKind(), name(live), why)
@@ -54,15 +84,28 @@ func checkObjects(ctx context.Context, reader client.Reader, objs []*unstructure
 	return nil
 }
 
-func watched(u *unstructured.Unstructured) bool {
-	gvk := u.GroupVersionKind()
-	switch {
-	case gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet"):
-		return true
-	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
-		return true
+func (r ObjectRef) name() string {
+	if r.Namespace != "" {
+		return r.Namespace + "/" + r.Name
 	}
-	return false
+	return r.Name
+}
+
+// watched reports whether u is of a kind whose status decides health.
+func watched(u *unstructured.Unstructured) bool {
+	return StatusKinds[u.GroupVersionKind().GroupKind()]
+}
+
+// StatusKinds are the kinds whose status Evaluate looks at: a change of their status can change
+// Healthy (the controller's watches pass those status updates on).
+var StatusKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}:                               true,
+	{Group: "apps", Kind: "StatefulSet"}:                              true,
+	{Group: "apps", Kind: "DaemonSet"}:                                true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
+	{Group: "batch", Kind: "Job"}:                                     true,
+	{Group: "", Kind: "PersistentVolumeClaim"}:                        true,
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:             true,
 }
 
 func name(u *unstructured.Unstructured) string {
@@ -77,8 +120,11 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 	gen := u.GetGeneration()
 	observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	kind := u.GetKind()
-	if kind != "CustomResourceDefinition" && (!found || observed < gen) {
-		return false, fmt.Sprintf("the controller has not observed generation %d yet", gen)
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet":
+		if !found || observed < gen {
+			return false, fmt.Sprintf("the controller has not observed generation %d yet", gen)
+		}
 	}
 	switch kind {
 	case "Deployment":
@@ -123,8 +169,63 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 			return false, "not Established: " + msg
 		}
 		return true, ""
+	case "Job":
+		return evaluateJob(u)
+	case "PersistentVolumeClaim":
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if phase != "Bound" {
+			if phase == "" {
+				phase = "Pending"
+			}
+			return false, fmt.Sprintf("phase %s, not Bound (check its storage class and events; a WaitForFirstConsumer volume binds once a pod uses it)", phase)
+		}
+		return true, ""
+	case "APIService":
+		cond, msg := condition(u, "Available")
+		if cond != "True" {
+			if msg == "" {
+				msg = "condition Available is not True"
+			}
+			return false, "not Available: " + msg
+		}
+		return true, ""
 	}
 	return true, ""
+}
+
+// evaluateJob: a Job is healthy once Complete; Failed is unhealthy with the Job's reason and message;
+// otherwise it is still running.
+func evaluateJob(u *unstructured.Unstructured) (bool, string) {
+	if cond, _ := condition(u, "Complete"); cond == "True" {
+		return true, ""
+	}
+	if cond, msg := condition(u, "Failed"); cond == "True" {
+		reason := conditionReason(u, "Failed")
+		switch {
+		case reason != "" && msg != "":
+			return false, fmt.Sprintf("failed (%s): %s", reason, msg)
+		case reason != "":
+			return false, fmt.Sprintf("failed (%s)", reason)
+		case msg != "":
+			return false, "failed: " + msg
+		}
+		return false, "failed"
+	}
+	active, _, _ := unstructured.NestedInt64(u.Object, "status", "active")
+	succeeded, _, _ := unstructured.NestedInt64(u.Object, "status", "succeeded")
+	failed, _, _ := unstructured.NestedInt64(u.Object, "status", "failed")
+	return false, fmt.Sprintf("not complete yet: %d active, %d succeeded, %d failed pods", active, succeeded, failed)
+}
+
+func conditionReason(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == typ {
+			r, _ := m["reason"].(string)
+			return r
+		}
+	}
+	return ""
 }
 
 func condition(u *unstructured.Unstructured, typ string) (status, message string) {

@@ -40,6 +40,20 @@ func TestEvaluate(t *testing.T) {
 		{name: "daemonset not ready", why: "1 of 2 pods ready", doc: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {generation: 1}, status: {observedGeneration: 1, desiredNumberScheduled: 2, numberReady: 1, updatedNumberScheduled: 2}}`},
 		{name: "crd established", ok: true, doc: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, status: {conditions: [{type: Established, status: "True"}]}}`},
 		{name: "crd not established", why: "not Established", doc: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, status: {conditions: [{type: NamesAccepted, status: "False", message: clash}]}}`},
+		{name: "job complete", ok: true, doc: `{apiVersion: batch/v1, kind: Job, metadata: {generation: 1}, status: {succeeded: 1, conditions: [{type: SuccessCriteriaMet, status: "True"}, {type: Complete, status: "True"}]}}`},
+		{name: "job running", why: "not complete yet: 1 active, 0 succeeded, 0 failed pods", doc: `{apiVersion: batch/v1, kind: Job, metadata: {generation: 1}, status: {active: 1}}`},
+		{name: "job failed", why: "failed (BackoffLimitExceeded): Job has reached the specified backoff limit", doc: `{apiVersion: batch/v1, kind: Job, metadata: {generation: 1},
+			status: {failed: 7, conditions: [{type: FailureTarget, status: "True"}, {type: Failed, status: "True", reason: BackoffLimitExceeded, message: Job has reached the specified backoff limit}]}}`},
+		{name: "job without status", why: "not complete yet", doc: `{apiVersion: batch/v1, kind: Job, metadata: {generation: 1}}`},
+		{name: "pvc bound", ok: true, doc: `{apiVersion: v1, kind: PersistentVolumeClaim, status: {phase: Bound}}`},
+		{name: "pvc pending", why: "phase Pending, not Bound", doc: `{apiVersion: v1, kind: PersistentVolumeClaim, status: {phase: Pending}}`},
+		{name: "pvc without status", why: "phase Pending, not Bound", doc: `{apiVersion: v1, kind: PersistentVolumeClaim}`},
+		{name: "pvc lost", why: "phase Lost", doc: `{apiVersion: v1, kind: PersistentVolumeClaim, status: {phase: Lost}}`},
+		{name: "apiservice available", ok: true, doc: `{apiVersion: apiregistration.k8s.io/v1, kind: APIService, status: {conditions: [{type: Available, status: "True"}]}}`},
+		{name: "apiservice unavailable", why: "not Available: failing or missing response from https://127.0.0.1:1/apis/x/v1", doc: `{apiVersion: apiregistration.k8s.io/v1, kind: APIService,
+			status: {conditions: [{type: Available, status: "False", reason: FailedDiscoveryCheck, message: "failing or missing response from https://127.0.0.1:1/apis/x/v1"}]}}`},
+		{name: "apiservice without status", why: "not Available: condition Available is not True", doc: `{apiVersion: apiregistration.k8s.io/v1, kind: APIService}`},
+		{name: "configmap", ok: true, doc: `{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, why := Evaluate(obj(t, tc.doc))

@@ -5,8 +5,15 @@
 //   - changing spec.scope;
 //   - dropping a version that is still listed in status.storedVersions (objects stored in it could no
 //     longer be read);
-//   - a schema under which an existing custom resource is no longer valid (every existing object is
-//     validated against the new schema of the version it is read in).
+//   - a schema under which an existing custom resource is no longer valid: every existing object is
+//     read in one served version, defaulted as the API server would default it under the new schema,
+//     and validated against the new OpenAPI schema and its CEL rules (x-kubernetes-validations).
+//
+// CEL rules are evaluated as on a create: transition rules (those using oldSelf) are skipped, because
+// an upgrade changes no object. The API server is more lenient on updates (validation ratcheting lets
+// an unchanged invalid field through), so the preflight blocks upgrades that the API server would
+// accept for objects that are never changed again: it errs on the side of the user's data. Rules
+// whose cost exceeds the API server's runtime budget are reported as such, as the API server would.
 //
 // A BundleDeployment opts out with the annotation core.rukpak.io/skip-crd-upgrade-safety: "true".
 package preflight
@@ -19,11 +26,15 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -100,13 +111,9 @@ func Check(ctx context.Context, reader client.Reader, cur, next *apiextensionsv1
 }
 
 func validateExisting(ctx context.Context, reader client.Reader, crd *apiextensionsv1.CustomResourceDefinition, version string, schema *apiextensionsv1.JSONSchemaProps) ([]string, error) {
-	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(schema, internal, nil); err != nil {
-		return nil, fmt.Errorf("converting the new schema of %s %s: %w", crd.Name, version, err)
-	}
-	validator, _, err := validation.NewSchemaValidator(internal)
+	v, err := NewObjectValidator(schema)
 	if err != nil {
-		return nil, fmt.Errorf("the new schema of CRD %s version %s is invalid: %w", crd.Name, version, err)
+		return nil, fmt.Errorf("the new schema of CRD %s version %s: %w", crd.Name, version, err)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(crd.Spec.Group + "/" + version)
@@ -123,7 +130,7 @@ func validateExisting(ctx context.Context, reader client.Reader, crd *apiextensi
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			errs := validation.ValidateCustomResource(field.NewPath(""), item.UnstructuredContent(), validator)
+			errs := v.Validate(ctx, item.UnstructuredContent())
 			if len(errs) == 0 {
 				continue
 			}
@@ -146,4 +153,45 @@ func validateExisting(ctx context.Context, reader client.Reader, crd *apiextensi
 	}
 	sort.Strings(bad)
 	return []string{fmt.Sprintf("the new schema of CRD %s version %s rejects %d existing object(s), e.g. %s", crd.Name, version, total, strings.Join(bad, ", "))}, nil
+}
+
+// ObjectValidator validates custom resources against one version's schema, as the API server does
+// on a create: OpenAPI validation and CEL rules, after structural defaulting.
+type ObjectValidator struct {
+	openAPI    apiservervalidation.SchemaValidator
+	structural *structuralschema.Structural
+	cel        *cel.Validator // nil when the schema has no CEL rules
+}
+
+// NewObjectValidator compiles schema (a CRD version's openAPIV3Schema).
+func NewObjectValidator(schema *apiextensionsv1.JSONSchemaProps) (*ObjectValidator, error) {
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(schema, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting it: %w", err)
+	}
+	openAPI, _, err := apiservervalidation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, fmt.Errorf("it is invalid: %w", err)
+	}
+	ss, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, fmt.Errorf("it is not structural: %w", err)
+	}
+	if errs := structuralschema.ValidateStructural(nil, ss); len(errs) > 0 {
+		return nil, fmt.Errorf("it is not structural: %w", errs.ToAggregate())
+	}
+	return &ObjectValidator{openAPI: openAPI, structural: ss, cel: cel.NewValidator(ss, true, celconfig.PerCallLimit)}, nil
+}
+
+// Validate returns what is wrong with obj (a custom resource as read from the API server) under the
+// schema. obj is not modified.
+func (v *ObjectValidator) Validate(ctx context.Context, obj map[string]interface{}) field.ErrorList {
+	obj = runtime.DeepCopyJSON(obj)
+	structuraldefaulting.Default(obj, v.structural)
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.openAPI)
+	if v.cel != nil {
+		celErrs, _ := v.cel.Validate(ctx, nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs
 }

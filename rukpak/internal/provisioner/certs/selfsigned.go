@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,8 +96,10 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 // serving key is derived from the CA key and the Service name, and the certificate takes its validity
 // from the CA, so the same CA renders byte-identical Secrets (no churn on every reconcile). With an
 // Ed25519 CA (GenerateCA) signatures are deterministic too; other CA key types work but produce a new
-// signature on every render. Rotation is the controller's job: it replaces the CA before it expires.
+// signature on every render. Rotation is the controller's job: it replaces the CA before it expires
+// (Rotate), and re-renders every bundle. SelfSigned is safe for concurrent use.
 type SelfSigned struct {
+	mu       sync.RWMutex
 	ca       *CA
 	previous []*CA
 }
@@ -109,14 +112,46 @@ func NewSelfSigned(ca *CA, previous ...*CA) *SelfSigned {
 	return &SelfSigned{ca: ca, previous: previous}
 }
 
-// NeedsRotation reports whether the CA should be replaced at now: when less than a third of its
-// validity is left (or it is not valid yet or any more).
-func (ca *CA) NeedsRotation(now time.Time) bool {
-	total := ca.Cert.NotAfter.Sub(ca.Cert.NotBefore)
-	return now.Before(ca.Cert.NotBefore) || ca.Cert.NotAfter.Sub(now) < total/3
+// Rotate makes s sign with ca from now on, trusting previous too (see NewSelfSigned). It reports
+// whether the signing CA changed.
+func (s *SelfSigned) Rotate(ca *CA, previous ...*CA) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := s.ca == nil || ca == nil || !s.ca.Cert.Equal(ca.Cert)
+	s.ca, s.previous = ca, previous
+	return changed
 }
 
-// trustBundle is the current CA followed by the previous ones, as concatenated PEM.
+// CA returns the CA s signs with.
+func (s *SelfSigned) CA() *CA {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ca
+}
+
+// snapshot returns the signing CA and the trust bundle as one consistent pair.
+func (s *SelfSigned) snapshot() (*CA, []byte) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ca == nil {
+		return nil, nil
+	}
+	return s.ca, s.trustBundle()
+}
+
+// NeedsRotation reports whether the CA should be replaced at now: from RotateAt on, when a third of
+// its validity is left (or when it is not valid yet or any more).
+func (ca *CA) NeedsRotation(now time.Time) bool {
+	return now.Before(ca.Cert.NotBefore) || !now.Before(ca.RotateAt())
+}
+
+// RotateAt is when the CA starts to need rotation (NeedsRotation): when a third of its validity is
+// left.
+func (ca *CA) RotateAt() time.Time {
+	return ca.Cert.NotAfter.Add(-ca.Cert.NotAfter.Sub(ca.Cert.NotBefore) / 3)
+}
+
+// trustBundle is the current CA followed by the previous ones, as concatenated PEM (s.mu held).
 func (s *SelfSigned) trustBundle() []byte {
 	out := append([]byte(nil), s.ca.CertPEM...)
 	for _, p := range s.previous {
@@ -134,10 +169,11 @@ func (*SelfSigned) Name() string { return SelfSignedName }
 
 // Objects implements Provider: the serving Secret (type kubernetes.io/tls, with ca.crt).
 func (s *SelfSigned) Objects(svc Service) ([]client.Object, error) {
-	if s.ca == nil {
+	ca, bundle := s.snapshot()
+	if ca == nil {
 		return nil, errors.New("self-signed certificate provider has no CA")
 	}
-	certPEM, keyPEM, err := s.servingCert(svc)
+	certPEM, keyPEM, err := servingCert(ca, svc)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate for Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -146,7 +182,7 @@ func (s *SelfSigned) Objects(svc Service) ([]client.Object, error) {
 		Data: map[string][]byte{
 			corev1.TLSCertKey:       certPEM,
 			corev1.TLSPrivateKeyKey: keyPEM,
-			"ca.crt":                s.trustBundle(),
+			"ca.crt":                bundle,
 		},
 	}
 	sec.Name, sec.Namespace = SecretName(svc.Name), svc.Namespace
@@ -166,16 +202,17 @@ func (*SelfSigned) ModifyService(*corev1.Service) {}
 
 // CAInjection implements Provider: the CA certificate as caBundle.
 func (s *SelfSigned) CAInjection(Service) (Injection, error) {
-	if s.ca == nil {
+	ca, bundle := s.snapshot()
+	if ca == nil {
 		return Injection{}, errors.New("self-signed certificate provider has no CA")
 	}
-	return Injection{CABundle: s.trustBundle()}, nil
+	return Injection{CABundle: bundle}, nil
 }
 
-func (s *SelfSigned) servingCert(svc Service) (certPEM, keyPEM []byte, err error) {
+func servingCert(ca *CA, svc Service) (certPEM, keyPEM []byte, err error) {
 	seed := sha256.New()
-	seed.Write(s.ca.keyDER)
-	seed.Write(s.ca.Cert.Raw)
+	seed.Write(ca.keyDER)
+	seed.Write(ca.Cert.Raw)
 	seed.Write([]byte(svc.Namespace + "/" + svc.Name))
 	base := seed.Sum(nil)
 
@@ -189,12 +226,12 @@ func (s *SelfSigned) servingCert(svc Service) (certPEM, keyPEM []byte, err error
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: svc.DNSNames()[0]},
 		DNSNames:     svc.DNSNames(),
-		NotBefore:    s.ca.Cert.NotBefore,
-		NotAfter:     s.ca.Cert.NotAfter,
+		NotBefore:    ca.Cert.NotBefore,
+		NotAfter:     ca.Cert.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.ca.Cert, &key.PublicKey, s.ca.Key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -344,7 +344,9 @@ webhooks:
 	if err := k8s.Create(t.Context(), slice); err != nil {
 		t.Fatal(err)
 	}
-	// EndpointSlices are not watched (they carry no rukpak label): the unhealthy re-check picks it up.
+	// This slice lacks its Service's labels (which the EndpointSlice controller would copy onto it), so
+	// the label-scoped EndpointSlice watch does not see it (TestEndpointSliceWatchMakesWebhookHealthy
+	// covers that): a change of the BundleDeployment, or the 30 s re-check, picks it up.
 	bd = &rukpakv1alpha1.BundleDeployment{}
 	if err := k8s.Get(t.Context(), client.ObjectKey{Name: name}, bd); err != nil {
 		t.Fatal(err)

@@ -38,9 +38,11 @@ import (
 const systemNamespace = "olmv1-system"
 
 var (
-	k8s       client.Client
-	clientset kubernetes.Interface
-	bundles   = &dirUnpacker{refs: map[string]string{}}
+	// reconciler is the BundleDeploymentReconciler the manager runs.
+	reconciler *controller.BundleDeploymentReconciler
+	k8s        client.Client
+	clientset  kubernetes.Interface
+	bundles    = &dirUnpacker{refs: map[string]string{}}
 )
 
 func TestMain(m *testing.M) {
@@ -108,7 +110,10 @@ func run(m *testing.M) int {
 		Preflight: preflight.CRDUpgradeSafety(k8s),
 		Namespace: systemNamespace,
 		Recorder:  mgr.GetEventRecorderFor("rukpak"),
+		// As rukpak runs by default: several BundleDeployments at once (TestConcurrentInstalls).
+		MaxConcurrentReconciles: 8,
 	}
+	reconciler = r
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

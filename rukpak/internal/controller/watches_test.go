@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+func TestStatusOnly(t *testing.T) {
+	dep := func(gen int64, labels map[string]string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Generation: gen, Labels: labels}}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new client.Object
+		want     bool
+	}{
+		{"status changed", dep(2, nil), dep(2, nil), true},
+		{"spec changed (generation)", dep(2, nil), dep(3, nil), false},
+		{"labels changed", dep(2, nil), dep(2, map[string]string{"a": "b"}), false},
+		{"kind without generation", &corev1.ConfigMap{}, &corev1.ConfigMap{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := statusOnly(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+				t.Errorf("statusOnly = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTriggersHealthOnlyUntilAnyOtherEvent(t *testing.T) {
+	tr := &triggers{pending: map[string]bool{}}
+	if tr.take("a") {
+		t.Error("a reconcile without a noted event (BundleDeployment change, re-check) must apply")
+	}
+	tr.note("a", true)
+	tr.note("a", true)
+	if !tr.take("a") {
+		t.Error("status changes alone ask for a health check only")
+	}
+	if tr.take("a") {
+		t.Error("take must forget the events it returned")
+	}
+	tr.note("a", true)
+	tr.note("a", false) // drift
+	tr.note("a", true)
+	if tr.take("a") {
+		t.Error("a drift event among status changes must make the reconcile apply")
+	}
+	var none *triggers
+	if none.take("a") {
+		t.Error("without triggers every reconcile applies")
+	}
+}
