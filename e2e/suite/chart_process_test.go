@@ -2,10 +2,16 @@ package suite
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -234,4 +240,77 @@ func (p *chartProcess) stop() {
 		<-p.done
 	}
 	fmt.Fprintf(GinkgoWriter, "%s stopped; log kept in %s\n", p.name, p.log)
+}
+
+// expectRukpakRenewsServingCertificate replaces p's serving Secret (<name>-tls) with a certificate of
+// the chart's CA that has less than a third of its validity left, and expects rukpak (running with the
+// chart's --platform-* flags and RBAC) to replace it with a fresh one of the same CA, which p then
+// serves once the mounted files are refreshed as kubelet does.
+func expectRukpakRenewsServingCertificate(ctx context.Context, p *chartProcess) {
+	secretName := p.name + "-tls"
+	ca := secretData(ctx, "olmv1-ca")
+	pair, err := tls.X509KeyPair(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
+	Expect(err).NotTo(HaveOccurred())
+	caCert, err := x509.ParseCertificate(pair.Certificate[0])
+	Expect(err).NotTo(HaveOccurred())
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	dnsName := p.name + "." + chartNamespace + ".svc"
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:      pkix.Name{CommonName: p.name},
+		DNSNames:     []string{p.name, p.name + "." + chartNamespace, dnsName, dnsName + ".cluster.local"},
+		NotBefore:    now.Add(-10 * time.Minute),
+		NotAfter:     now.Add(5 * time.Minute), // a third of 15 minutes left: due for renewal
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, pair.PrivateKey)
+	Expect(err).NotTo(HaveOccurred())
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	Expect(err).NotTo(HaveOccurred())
+	short := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	s, err := env.clientset.CoreV1().Secrets(chartNamespace).Get(ctx, secretName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = short, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	_, err = env.clientset.CoreV1().Secrets(chartNamespace).Update(ctx, s, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+
+	var renewed *x509.Certificate
+	Eventually(func(g Gomega) {
+		s, err := env.clientset.CoreV1().Secrets(chartNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.Data[corev1.TLSCertKey]).NotTo(Equal(short), "rukpak has not renewed %s yet", secretName)
+		pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		g.Expect(err).NotTo(HaveOccurred())
+		renewed, err = x509.ParseCertificate(pair.Certificate[0])
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	Expect(renewed.NotAfter).To(BeTemporally(">", now.Add(300*24*time.Hour)), "renewed for the chart's validity (365 days)")
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(secretData(ctx, secretName)["ca.crt"])).To(BeTrue())
+	_, err = renewed.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName})
+	Expect(err).NotTo(HaveOccurred(), "the renewed certificate against the Secret's ca.crt")
+	Expect(renewed.CheckSignatureFrom(caCert)).To(Succeed(), "signed by the same CA")
+
+	By("rukpak records an Event on " + secretName)
+	Eventually(func(g Gomega) {
+		evs, err := env.clientset.CoreV1().Events(chartNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + secretName})
+		g.Expect(err).NotTo(HaveOccurred())
+		var reasons []string
+		for _, e := range evs.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		g.Expect(reasons).To(ContainElement("ServingCertificateRenewed"))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	By(p.name + " serves the renewed certificate without a restart")
+	p.refreshSecretVolumes(ctx)
+	Eventually(func(g Gomega) {
+		c, err := p.servedCertErr(secretData(ctx, secretName)["ca.crt"], p.addrs["--metrics-bind-address"])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.SerialNumber).To(Equal(renewed.SerialNumber))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	Expect(p.exited()).To(BeFalse())
 }

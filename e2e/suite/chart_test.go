@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -244,6 +245,12 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 			Expect(p.forbidden()).To(BeEmpty(), "RBAC denials in %s", p.log)
 		}
 
+		By("rukpak renews a serving certificate close to expiry (selfSigned: --platform-serving-secret)")
+		expectRukpakRenewsServingCertificate(ctx, procs[slices.IndexFunc(procs, func(p *chartProcess) bool { return p.name == "operator-controller" })])
+		for _, p := range procs {
+			Expect(p.forbidden()).To(BeEmpty(), "RBAC denials in %s", p.log)
+		}
+
 		By("rotating the certificates (tls.selfSigned.rotate) and updating the mounted files as kubelet does")
 		rotated := map[string]any{}
 		for k, v := range vals {
@@ -256,6 +263,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		newCA := apiServiceCABundle(as)
 		Expect(newCA).NotTo(Equal(caBundle))
+		Expect(string(newCA)).To(ContainSubstring(string(caBundle)), "the replaced CA stays in the caBundle next to the new one")
 		for _, name := range images.Names {
 			verifyServingSecret(ctx, newCA, name)
 		}

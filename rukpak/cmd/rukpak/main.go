@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,7 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
+	"github.com/olmv1/olmv1/rukpak/internal/platformcerts"
 	"github.com/olmv1/olmv1/rukpak/internal/preflight"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/helm"
@@ -41,6 +43,8 @@ type flags struct {
 	// maxConcurrentReconciles is how many BundleDeployments are reconciled at once.
 	maxConcurrentReconciles int
 	webhooks                webhookFlags
+	// platform renews OLM v1's own certificates (chart tls.mode=selfSigned).
+	platform platformcerts.Flags
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -52,6 +56,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 8,
 		"BundleDeployments reconciled (unpacked, applied, health-checked) at once; the same BundleDeployment is never reconciled twice at once")
 	f.webhooks.bind(fs)
+	f.platform.Bind(fs)
 }
 
 func main() {
@@ -125,7 +130,31 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := f.setupPlatformCerts(mgr, cs, cfg); err != nil {
+		return err
+	}
 	return f.webhooks.startRotation(mgr, r.ResyncAll)
+}
+
+// setupPlatformCerts adds the platform certificate rotator when --platform-ca-secret is set. It reads
+// and writes its Secrets and APIServices directly (not through the label-scoped cache), so that
+// get/update/patch by name is all the RBAC it needs.
+func (f *flags) setupPlatformCerts(mgr ctrl.Manager, cs kubernetes.Interface, cfg *rest.Config) error {
+	if !f.platform.Enabled() {
+		return nil
+	}
+	pc, err := f.platform.Config()
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	rot := platformcerts.New(pc, cs, dyn)
+	rot.Recorder = mgr.GetEventRecorderFor("rukpak-platform-certs")
+	rot.Log = mgr.GetLogger().WithName("platform-certs")
+	return mgr.Add(rot)
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {

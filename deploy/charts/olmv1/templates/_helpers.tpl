@@ -159,3 +159,51 @@ startupProbe:
 - {name: tls, mountPath: /etc/olmv1/tls, readOnly: true}
 - {name: tmp, mountPath: /tmp}
 {{- end -}}
+
+{{/* Name of the CatalogMetadata APIService (Kubernetes fixes it to <version>.<group>). */}}
+{{- define "olmv1.apiServiceName" -}}
+v1alpha1.metadata.catalogd.operatorframework.io
+{{- end -}}
+
+{{/* Whether rukpak renews the selfSigned certificates: selfSigned mode (rukpak is enabled by the caller). */}}
+{{- define "olmv1.platformCerts" -}}
+{{- if eq .Values.tls.mode "selfSigned" }}true{{ end -}}
+{{- end -}}
+
+{{/* The enabled components (those with a serving certificate), as a YAML list. */}}
+{{- define "olmv1.enabledComponents" -}}
+{{- range $name, $key := dict "catalogd" "catalogd" "rukpak" "rukpak" "operator-controller" "operatorController" }}
+{{- if (index $.Values $key).enabled }}
+- {{ $name }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Names of the Secrets rukpak renews in selfSigned mode: the CA and every serving Secret. */}}
+{{- define "olmv1.platformCertSecrets" -}}
+- olmv1-ca
+{{- range (include "olmv1.enabledComponents" . | fromYamlArray) }}
+- {{ include "olmv1.tlsSecret" . }}
+{{- end }}
+{{- end -}}
+
+{{/* Whether the chart registers the CatalogMetadata APIService. */}}
+{{- define "olmv1.apiServiceEnabled" -}}
+{{- if and .Values.catalogd.enabled .Values.catalogd.metadataAPI.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/*
+rukpak's --platform-* flags (selfSigned mode): the CA Secret, each serving Secret with its DNS names,
+the APIService whose caBundle it keeps, and the validity of what it issues.
+*/}}
+{{- define "olmv1.platformCertArgs" -}}
+{{- $ns := include "olmv1.namespace" . -}}
+- --platform-ca-secret={{ $ns }}/olmv1-ca
+{{- range (include "olmv1.enabledComponents" . | fromYamlArray) }}
+- --platform-serving-secret={{ $ns }}/{{ include "olmv1.tlsSecret" . }}:{{ include "olmv1.serviceDNSNames" (dict "root" $ "name" .) | fromYamlArray | join "," }}
+{{- end }}
+{{- if include "olmv1.apiServiceEnabled" . }}
+- --platform-apiservice={{ include "olmv1.apiServiceName" . }}
+{{- end }}
+- --platform-cert-validity={{ mul (int .Values.tls.selfSigned.validityDays) 24 }}h
+{{- end -}}
