@@ -25,6 +25,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/provisionertest"
 )
 
 // fixedCapabilities is a cluster at Kubernetes v1.37.2 serving Helm's default API versions.
@@ -92,18 +93,7 @@ func data(t *testing.T, u *unstructured.Unstructured, key string) string {
 // wantInvalid asserts err is an InvalidBundleError with reason whose message contains every part.
 func wantInvalid(t *testing.T, err error, reason string, parts ...string) {
 	t.Helper()
-	var ib *provisioner.InvalidBundleError
-	if !errors.As(err, &ib) {
-		t.Fatalf("want an InvalidBundleError (%s), got %v", reason, err)
-	}
-	if ib.Reason != reason {
-		t.Errorf("reason %q, want %q (%s)", ib.Reason, reason, ib.Message)
-	}
-	for _, p := range parts {
-		if !strings.Contains(ib.Message, p) {
-			t.Errorf("message %q does not mention %q", ib.Message, p)
-		}
-	}
+	provisionertest.WantInvalid(t, err, reason, parts...)
 }
 
 func demo() fs.FS { return os.DirFS("testdata/demo") }

@@ -1,7 +1,6 @@
 package kustomize
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/provisionertest"
 )
 
 func build(t *testing.T, content fs.FS, p string) ([]client.Object, error) {
@@ -50,20 +50,10 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 	return out
 }
 
+// wantInvalid asserts err is an InvalidBundleError with reason whose message contains every part.
 func wantInvalid(t *testing.T, err error, reason string, parts ...string) {
 	t.Helper()
-	var ib *provisioner.InvalidBundleError
-	if !errors.As(err, &ib) {
-		t.Fatalf("want an InvalidBundleError (%s), got %v", reason, err)
-	}
-	if ib.Reason != reason {
-		t.Errorf("reason %q, want %q (%s)", ib.Reason, reason, ib.Message)
-	}
-	for _, p := range parts {
-		if !strings.Contains(ib.Message, p) {
-			t.Errorf("message %q does not mention %q", ib.Message, p)
-		}
-	}
+	provisionertest.WantInvalid(t, err, reason, parts...)
 }
 
 func demo() fs.FS { return os.DirFS("testdata/demo") }

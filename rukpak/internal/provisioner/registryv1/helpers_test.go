@@ -2,7 +2,6 @@ package registryv1
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/provisionertest"
 )
 
 // testCA is one CA for the whole test run.
@@ -119,20 +119,10 @@ func mustRender(t *testing.T, dir string, installNS string, cfg *rukpakv1alpha1.
 	return r
 }
 
-func wantInvalid(t *testing.T, err error, reason string, contains ...string) {
+// wantInvalid asserts err is an InvalidBundleError with reason whose message contains every part.
+func wantInvalid(t *testing.T, err error, reason string, parts ...string) {
 	t.Helper()
-	var ib *provisioner.InvalidBundleError
-	if !errors.As(err, &ib) {
-		t.Fatalf("want *InvalidBundleError, got %v", err)
-	}
-	if reason != "" && ib.Reason != reason {
-		t.Errorf("reason %q, want %q (message: %s)", ib.Reason, reason, ib.Message)
-	}
-	for _, c := range contains {
-		if !strings.Contains(ib.Message, c) {
-			t.Errorf("message %q does not contain %q", ib.Message, c)
-		}
-	}
+	provisionertest.WantInvalid(t, err, reason, parts...)
 }
 
 func watch(ns ...string) *rukpakv1alpha1.BundleConfig {
