@@ -173,6 +173,23 @@ type OperatorSpec struct {
 	// (e.g. deploymentConfig to set env, resources, nodeSelector, tolerations or affinity).
 	// +optional
 	Config *rukpakv1alpha1.BundleConfig `json:"config,omitempty"`
+
+	// collisionPolicy is passed to the BundleDeployment: what to do when an object of the bundle
+	// already exists and OLM did not install it for this Operator. Prevent (the default) leaves it
+	// alone and reports Installed=False with reason ObjectConflict naming the object and its owner;
+	// IfNoController adopts objects without a controller owner that no other BundleDeployment owns
+	// (moving an operator installed by other means to OLM); None takes over anything (dangerous).
+	// +optional
+	// +kubebuilder:default=Prevent
+	CollisionPolicy rukpakv1alpha1.CollisionPolicy `json:"collisionPolicy,omitempty"`
+
+	// deletionPolicy is passed to the BundleDeployment: what deleting this Operator does to what it
+	// installed. Delete (the default) deletes every object OLM installed for it (CRDs are kept) and
+	// the install namespace if it was created for the Operator; Orphan leaves every object, and the
+	// namespace, in place and only removes OLM's ownership marks.
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy rukpakv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // BundleMetadata identifies a bundle of a catalog.

@@ -54,6 +54,10 @@ const (
 	// ReasonUpgradeFailed (Installed=False): moving from the installed revision to a new one failed;
 	// the previous revision is left in place.
 	ReasonUpgradeFailed = "UpgradeFailed"
+	// ReasonObjectConflict (Installed=False): an object of the bundle already exists and is not
+	// owned by this BundleDeployment, and spec.collisionPolicy does not allow taking it over. Nothing
+	// was changed; the message names the object and its current owner.
+	ReasonObjectConflict = "ObjectConflict"
 
 	// ReasonHealthy (Healthy=True): every installed object reports itself ready.
 	ReasonHealthy = "Healthy"
@@ -61,6 +65,39 @@ const (
 	ReasonUnhealthy = "Unhealthy"
 	// ReasonHealthUnknown (Healthy=Unknown): health cannot be assessed yet (e.g. nothing installed).
 	ReasonHealthUnknown = "HealthUnknown"
+)
+
+// CollisionPolicy says what rukpak does when an object of the bundle already exists and is not
+// owned by the BundleDeployment installing it.
+// +kubebuilder:validation:Enum=Prevent;IfNoController;None
+type CollisionPolicy string
+
+const (
+	// CollisionPolicyPrevent (the default) never touches an existing object that this
+	// BundleDeployment does not own: the install stops with Installed=False, reason ObjectConflict.
+	CollisionPolicyPrevent CollisionPolicy = "Prevent"
+	// CollisionPolicyIfNoController adopts an existing object that has no controller ownerReference
+	// and is not owned by another BundleDeployment (e.g. an operator installed by hand or by another
+	// tool, moving to OLM). Objects of other BundleDeployments are never taken.
+	CollisionPolicyIfNoController CollisionPolicy = "IfNoController"
+	// CollisionPolicyNone takes over any existing object, including one that another
+	// BundleDeployment or controller owns. Dangerous: the other owner may fight over it, and deleting
+	// this BundleDeployment deletes it.
+	CollisionPolicyNone CollisionPolicy = "None"
+)
+
+// DeletionPolicy says what happens to the installed objects when the BundleDeployment is deleted.
+// +kubebuilder:validation:Enum=Delete;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete (the default) deletes every object the BundleDeployment still owns.
+	// CustomResourceDefinitions are kept (and with them every custom resource) unless the
+	// BundleDeployment has the annotation core.rukpak.io/delete-crds-on-uninstall: "true".
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyOrphan removes rukpak's ownership marks from every object it owns and leaves
+	// them all running, CRDs and custom resources included.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
 )
 
 // BundleDeploymentSpec says which bundle to install, how, and where.
@@ -96,6 +133,23 @@ type BundleDeploymentSpec struct {
 	// values and valuesFrom for core-rukpak-io-helm, path for core-rukpak-io-kustomize.
 	// +optional
 	Config *BundleConfig `json:"config,omitempty"`
+
+	// collisionPolicy says what to do when an object of the bundle already exists and this
+	// BundleDeployment does not own it (it lacks the labels core.rukpak.io/owner-kind=BundleDeployment
+	// and core.rukpak.io/owner-name=<this name>). Prevent (the default when empty) leaves the object
+	// alone and reports Installed=False with reason ObjectConflict, naming the object and its owner.
+	// IfNoController adopts objects that have no controller ownerReference and no other
+	// BundleDeployment owner. None takes over any object (dangerous: deleting this BundleDeployment
+	// then deletes objects others created).
+	// +optional
+	CollisionPolicy CollisionPolicy `json:"collisionPolicy,omitempty"`
+
+	// deletionPolicy says what deleting this BundleDeployment does to the objects it installed.
+	// Delete (the default when empty) deletes every object it still owns at that moment, except
+	// CustomResourceDefinitions unless the annotation core.rukpak.io/delete-crds-on-uninstall is
+	// "true". Orphan removes the ownership labels and leaves every object in place.
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.

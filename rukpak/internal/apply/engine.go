@@ -7,6 +7,14 @@
 // is rolled back to the last deployed revision. Objects that a new revision no longer contains are
 // deleted (pruned); CustomResourceDefinitions are never pruned, because deleting a CRD deletes every
 // custom resource of it. Re-applying an unchanged revision reverts changes made by hand (drift).
+//
+// Ownership (ownership.go): every applied object carries the owner labels of its BundleDeployment.
+// An existing object without them is only changed when the request's collision policy allows it,
+// and nothing is ever deleted or orphaned that the BundleDeployment does not own at that moment.
+//
+// Crash safety: a revision is recorded as pending before its objects are applied and marked
+// deployed after; a revision a crash left pending is resumed under the same number, so one install
+// (or one upgrade) is one revision however often the controller was killed.
 package apply
 
 import (
@@ -23,14 +31,14 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // digestKey is the key of the manifest digest in a revision's Helm config.
@@ -65,6 +73,9 @@ type Request struct {
 	// Preflight, when set, runs before a new revision is applied (not for an unchanged one) and
 	// blocks it by returning an error.
 	Preflight func(ctx context.Context, objs []*unstructured.Unstructured) error
+	// CollisionPolicy decides whether an existing object that the BundleDeployment does not own may
+	// be taken (empty: Prevent).
+	CollisionPolicy rukpakv1alpha1.CollisionPolicy
 }
 
 // Result is the outcome of a successful Apply.
@@ -75,6 +86,9 @@ type Result struct {
 	Changed bool
 	// Objects are the applied objects, in apply order.
 	Objects []*unstructured.Unstructured
+	// LeftAlone are objects an earlier revision applied that this one no longer contains but that
+	// were not deleted, because another owner holds them now.
+	LeftAlone []ObjectKey
 }
 
 // Reasons of an *Error, matching the BundleDeployment's Installed condition reasons.
@@ -82,6 +96,7 @@ const (
 	ReasonInstallFailed   = "InstallFailed"
 	ReasonUpgradeFailed   = "UpgradeFailed"
 	ReasonPreflightFailed = "UpgradeBlocked"
+	ReasonObjectConflict  = rukpakv1alpha1.ReasonObjectConflict
 )
 
 // Error is a failed Apply, with the condition reason that describes it.
@@ -93,10 +108,53 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Apply makes the release Name match req. When the rendered manifest equals the deployed revision's,
+// revisions is the stored history of a release, sorted out.
+type revisions struct {
+	// deployed is the newest deployed revision, nil before the first install completed.
+	deployed *release.Release
+	// last is the newest revision of any status.
+	last *release.Release
+	// interrupted are revisions left pending by a controller that stopped while applying them.
+	interrupted []*release.Release
+}
+
+func isPending(r *release.Release) bool {
+	return r.Info != nil && r.Info.Status.IsPending()
+}
+
+// settle reads the history of release name and repairs what a crash between two writes can leave:
+// an older revision still marked deployed next to a newer deployed one is marked superseded.
+func (e *Engine) settle(name string) (*revisions, error) {
+	hist, err := e.history(name)
+	if err != nil {
+		return nil, err
+	}
+	revs := &revisions{}
+	for _, r := range hist {
+		if r.Info != nil && r.Info.Status == release.StatusDeployed {
+			if revs.deployed != nil {
+				revs.deployed.SetStatus(release.StatusSuperseded, "Superseded by revision "+fmt.Sprint(r.Version))
+				if err := e.Storage.Update(revs.deployed); err != nil {
+					return nil, fmt.Errorf("marking revision %d superseded: %w", revs.deployed.Version, err)
+				}
+			}
+			revs.deployed = r
+		}
+		if isPending(r) {
+			revs.interrupted = append(revs.interrupted, r)
+		}
+		revs.last = r
+	}
+	return revs, nil
+}
+
+// Apply makes the release Name match req. Every object is first checked against the collision
+// policy: when an existing object may not be taken, nothing is changed and a *Error with reason
+// ObjectConflict wraps a *ConflictError. When the rendered manifest equals the deployed revision's,
 // it re-applies it (reverting drift) without a new revision; otherwise it records and applies a new
 // revision, prunes what the new revision dropped, and rolls back to the previous revision when
-// applying fails.
+// applying fails. A revision left pending by a crash is resumed: its number is reused, and what it
+// may have applied is pruned like what the deployed revision applied.
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	objs, err := toUnstructured(e.Scheme, req.Name, req.Objects)
 	if err != nil {
@@ -111,22 +169,30 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return nil, &Error{Reason: ReasonInstallFailed, Err: err}
 	}
 
-	hist, err := e.history(req.Name)
+	revs, err := e.settle(req.Name)
 	if err != nil {
 		return nil, err
 	}
-	var deployed, last *release.Release
-	for _, r := range hist {
-		if r.Info != nil && r.Info.Status == release.StatusDeployed {
-			deployed = r
+	deployed, last := revs.deployed, revs.last
+	existing, err := e.claim(ctx, req.Name, req.CollisionPolicy, objs)
+	if err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, &Error{Reason: ReasonObjectConflict, Err: err}
 		}
-		last = r
+		return nil, err
 	}
 	if deployed != nil && deployed.Config[digestKey] == digest {
-		if err := e.applyAll(ctx, objs); err != nil {
-			return nil, &Error{Reason: ReasonInstallFailed, Err: fmt.Errorf("re-applying revision %d: %w", deployed.Version, err)}
+		if err := e.applyAll(ctx, req, objs, existing); err != nil {
+			return nil, applyError(ReasonInstallFailed, fmt.Errorf("re-applying revision %d: %w", deployed.Version, err))
 		}
-		return &Result{Revision: deployed.Version, Objects: objs}, nil
+		// A newer revision interrupted by a crash and then abandoned (the spec went back): remove
+		// what it may have added and close it.
+		leftAlone, err := e.closeInterrupted(ctx, req.Name, revs.interrupted, objs, deployed.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Revision: deployed.Version, Objects: objs, LeftAlone: leftAlone}, nil
 	}
 	if req.Preflight != nil {
 		if err := req.Preflight(ctx, objs); err != nil {
@@ -161,6 +227,8 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	switch {
 	case last == nil:
 		rel.Version = 1
+	case isPending(last):
+		rel.Version = last.Version // resuming a revision a crash interrupted: one install is one revision
 	case last.Info != nil && last.Info.Status == release.StatusFailed && last.Config[digestKey] == digest:
 		rel.Version = last.Version // retrying the same failed content: reuse its revision
 	default:
@@ -175,28 +243,33 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return nil, fmt.Errorf("recording revision %d of release %q: %w", rel.Version, req.Name, err)
 	}
 
-	applyErr := e.applyAll(ctx, objs)
-	if applyErr == nil && deployed != nil {
-		applyErr = e.prune(ctx, deployed, objs)
+	// What earlier revisions may have applied: the deployed one, and any a crash interrupted.
+	var before []*release.Release
+	if deployed != nil {
+		before = append(before, deployed)
+	}
+	before = append(before, revs.interrupted...)
+	var leftAlone []ObjectKey
+	applyErr := e.applyAll(ctx, req, objs, existing)
+	if applyErr == nil {
+		leftAlone, applyErr = e.prune(ctx, req.Name, before, objs)
 	}
 	if applyErr != nil {
 		rel.SetStatus(release.StatusFailed, applyErr.Error())
 		_ = e.Storage.Update(rel)
 		if deployed == nil {
-			return nil, &Error{Reason: ReasonInstallFailed, Err: fmt.Errorf("installing revision %d: %w", rel.Version, applyErr)}
+			return nil, applyError(ReasonInstallFailed, fmt.Errorf("installing revision %d: %w", rel.Version, applyErr))
 		}
-		rbErr := e.rollback(ctx, deployed, objs)
+		rbErr := e.rollback(ctx, req, deployed, objs)
 		msg := fmt.Errorf("upgrade to revision %d failed, rolled back to revision %d: %w", rel.Version, deployed.Version, applyErr)
 		if rbErr != nil {
 			msg = fmt.Errorf("upgrade to revision %d failed (%v), and rolling back to revision %d failed too: %w", rel.Version, applyErr, deployed.Version, rbErr)
 		}
-		return nil, &Error{Reason: ReasonUpgradeFailed, Err: msg}
+		return nil, applyError(ReasonUpgradeFailed, msg)
 	}
+	// Mark the new revision deployed before the old one superseded: a crash in between leaves two
+	// deployed revisions, which settle repairs, never none.
 	if deployed != nil {
-		deployed.SetStatus(release.StatusSuperseded, "Superseded by revision "+fmt.Sprint(rel.Version))
-		if err := e.Storage.Update(deployed); err != nil {
-			return nil, fmt.Errorf("marking revision %d superseded: %w", deployed.Version, err)
-		}
 		rel.SetStatus(release.StatusDeployed, "Upgrade complete")
 	} else {
 		rel.SetStatus(release.StatusDeployed, "Install complete")
@@ -204,7 +277,54 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	if err := e.Storage.Update(rel); err != nil {
 		return nil, fmt.Errorf("marking revision %d deployed: %w", rel.Version, err)
 	}
-	return &Result{Revision: rel.Version, Changed: true, Objects: objs}, nil
+	if deployed != nil {
+		deployed.SetStatus(release.StatusSuperseded, "Superseded by revision "+fmt.Sprint(rel.Version))
+		if err := e.Storage.Update(deployed); err != nil {
+			return nil, fmt.Errorf("marking revision %d superseded: %w", deployed.Version, err)
+		}
+	}
+	for _, r := range revs.interrupted {
+		if r.Version != rel.Version {
+			if err := e.markInterrupted(r, rel.Version); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Result{Revision: rel.Version, Changed: true, Objects: objs, LeftAlone: leftAlone}, nil
+}
+
+// applyError wraps err with reason, unless err is a collision found while applying.
+func applyError(reason string, err error) *Error {
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return &Error{Reason: ReasonObjectConflict, Err: err}
+	}
+	return &Error{Reason: reason, Err: err}
+}
+
+// closeInterrupted prunes what interrupted revisions applied beyond objs and marks them failed.
+func (e *Engine) closeInterrupted(ctx context.Context, name string, interrupted []*release.Release, objs []*unstructured.Unstructured, current int) ([]ObjectKey, error) {
+	if len(interrupted) == 0 {
+		return nil, nil
+	}
+	leftAlone, err := e.prune(ctx, name, interrupted, objs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range interrupted {
+		if err := e.markInterrupted(r, current); err != nil {
+			return nil, err
+		}
+	}
+	return leftAlone, nil
+}
+
+func (e *Engine) markInterrupted(r *release.Release, current int) error {
+	r.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted: rukpak stopped while applying it; revision %d is installed", current))
+	if err := e.Storage.Update(r); err != nil {
+		return fmt.Errorf("closing interrupted revision %d: %w", r.Version, err)
+	}
+	return nil
 }
 
 // Revision is one stored revision of a release.
@@ -229,42 +349,60 @@ func (e *Engine) History(name string) ([]Revision, error) {
 	return out, nil
 }
 
-// Uninstall deletes every object any stored revision of release name applied, then the revisions.
-// CustomResourceDefinitions are deleted only when deleteCRDs is set.
-func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs bool) error {
+// Uninstall removes release name: with orphan unset it deletes every object any stored revision
+// applied that the BundleDeployment still owns at that moment (CustomResourceDefinitions only when
+// deleteCRDs is set); with orphan set it removes the ownership labels from them and leaves them in
+// place. Then it deletes the revisions. It returns the objects left alone because another owner
+// holds them now.
+func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan bool) ([]ObjectKey, error) {
 	hist, err := e.history(name)
 	if err != nil || len(hist) == 0 {
-		return err
+		return nil, err
 	}
 	all := map[ObjectKey]*unstructured.Unstructured{}
 	for _, r := range hist {
 		objs, err := decodeManifest(r.Manifest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, u := range objs {
 			all[KeyOf(u)] = u
 		}
 	}
 	var errs []string
+	var leftAlone []ObjectKey
 	for k, u := range all {
-		if isCRD(u) && !deleteCRDs {
+		var err error
+		switch {
+		case orphan:
+			err = e.orphanOwned(ctx, name, u)
+		case isCRD(u) && !deleteCRDs:
 			continue
+		default:
+			var skipped bool
+			if skipped, err = e.deleteOwned(ctx, name, u); skipped {
+				leftAlone = append(leftAlone, k)
+			}
 		}
-		if err := e.delete(ctx, u); err != nil {
-			errs = append(errs, fmt.Sprintf("deleting %s: %v", k, err))
+		if err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
+	sortKeys(leftAlone)
 	if len(errs) > 0 {
 		sort.Strings(errs)
-		return errors.New(strings.Join(errs, "; "))
+		return leftAlone, errors.New(strings.Join(errs, "; "))
 	}
 	for _, r := range hist {
 		if _, err := e.Storage.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-			return fmt.Errorf("deleting revision %d of release %q: %w", r.Version, name, err)
+			return leftAlone, fmt.Errorf("deleting revision %d of release %q: %w", r.Version, name, err)
 		}
 	}
-	return nil
+	return leftAlone, nil
+}
+
+func sortKeys(keys []ObjectKey) {
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 }
 
 // history is every stored revision of name, oldest first.
@@ -310,8 +448,9 @@ func (e *Engine) defaultNamespaces(objs []*unstructured.Unstructured, ns string)
 }
 
 // applyAll server-side applies objs in order, waiting for CRDs to be Established before the first
-// object that is not a CRD.
-func (e *Engine) applyAll(ctx context.Context, objs []*unstructured.Unstructured) error {
+// object that is not a CRD. existing holds the objects as claim read them; others are read first.
+// Every object is checked against req's collision policy right before it is written (applyOne).
+func (e *Engine) applyAll(ctx context.Context, req Request, objs []*unstructured.Unstructured, existing map[ObjectKey]*unstructured.Unstructured) error {
 	var crds []string
 	waited := false
 	for _, u := range objs {
@@ -321,8 +460,15 @@ func (e *Engine) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 			}
 			waited = true
 		}
-		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s: %w", KeyOf(u), err)
+		live, ok := existing[KeyOf(u)]
+		if !ok && existing == nil {
+			var err error
+			if live, err = e.observe(ctx, u); err != nil {
+				return err
+			}
+		}
+		if err := e.applyOne(ctx, req.Name, req.CollisionPolicy, u, live); err != nil {
+			return err
 		}
 		if isCRD(u) {
 			crds = append(crds, u.GetName())
@@ -371,29 +517,40 @@ func CRDEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// prune deletes what the previous revision applied and objs no longer contain (never CRDs).
-func (e *Engine) prune(ctx context.Context, prev *release.Release, objs []*unstructured.Unstructured) error {
-	old, err := decodeManifest(prev.Manifest)
-	if err != nil {
-		return err
-	}
+// prune deletes what the earlier revisions applied and objs no longer contain (never CRDs), if
+// release name still owns it; it returns what it left alone because another owner holds it now.
+func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Release, objs []*unstructured.Unstructured) ([]ObjectKey, error) {
 	keep := map[ObjectKey]bool{}
 	for _, u := range objs {
 		keep[KeyOf(u)] = true
 	}
-	for _, u := range old {
-		if keep[KeyOf(u)] || isCRD(u) {
-			continue
+	var leftAlone []ObjectKey
+	for _, prev := range earlier {
+		old, err := decodeManifest(prev.Manifest)
+		if err != nil {
+			return nil, err
 		}
-		if err := e.delete(ctx, u); err != nil {
-			return fmt.Errorf("pruning %s, which revision %d no longer contains: %w", KeyOf(u), prev.Version+1, err)
+		for _, u := range old {
+			k := KeyOf(u)
+			if keep[k] || isCRD(u) {
+				continue
+			}
+			keep[k] = true // once per object, whichever revisions had it
+			skipped, err := e.deleteOwned(ctx, name, u)
+			if err != nil {
+				return nil, fmt.Errorf("pruning %s, which the new revision no longer contains: %w", k, err)
+			}
+			if skipped {
+				leftAlone = append(leftAlone, k)
+			}
 		}
 	}
-	return nil
+	sortKeys(leftAlone)
+	return leftAlone, nil
 }
 
 // rollback re-applies the deployed revision and deletes what the failed one added.
-func (e *Engine) rollback(ctx context.Context, deployed *release.Release, failed []*unstructured.Unstructured) error {
+func (e *Engine) rollback(ctx context.Context, req Request, deployed *release.Release, failed []*unstructured.Unstructured) error {
 	old, err := decodeManifest(deployed.Manifest)
 	if err != nil {
 		return err
@@ -405,26 +562,18 @@ func (e *Engine) rollback(ctx context.Context, deployed *release.Release, failed
 	var errs []string
 	for _, u := range failed {
 		if !keep[KeyOf(u)] && !isCRD(u) {
-			if err := e.delete(ctx, u); err != nil {
-				errs = append(errs, fmt.Sprintf("deleting %s: %v", KeyOf(u), err))
+			if _, err := e.deleteOwned(ctx, req.Name, u); err != nil {
+				errs = append(errs, err.Error())
 			}
 		}
 	}
-	if err := e.applyAll(ctx, old); err != nil {
+	if err := e.applyAll(ctx, req, old, nil); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func (e *Engine) delete(ctx context.Context, u *unstructured.Unstructured) error {
-	err := e.Client.Delete(ctx, u.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-		return nil
-	}
-	return err
 }
 
 func isCRD(u *unstructured.Unstructured) bool {

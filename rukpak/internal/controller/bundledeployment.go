@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,7 +110,9 @@ type stepError struct {
 	condition string
 	reason    string
 	terminal  bool
-	err       error
+	// retryAfter, when set, looks again after this long instead of backing off.
+	retryAfter time.Duration
+	err        error
 }
 
 func (e *stepError) Error() string { return e.err.Error() }
@@ -126,6 +129,8 @@ type state struct {
 	count   int
 	plan    health.Plan
 	healthy error
+	// leftAlone are objects a new revision dropped but did not delete: another owner holds them.
+	leftAlone []apply.ObjectKey
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -175,6 +180,9 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	case errors.As(err, &se) && se.terminal:
 		log.FromContext(ctx).Info("cannot proceed until the BundleDeployment or its bundle changes", "reason", se.reason, "message", se.err.Error())
 		return ctrl.Result{}, nil
+	case errors.As(err, &se) && se.retryAfter > 0:
+		log.FromContext(ctx).Info("cannot proceed; looking again later", "reason", se.reason, "message", se.err.Error(), "after", se.retryAfter)
+		return ctrl.Result{RequeueAfter: se.retryAfter}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case st.healthy != nil:
@@ -218,11 +226,19 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	if !controllerutil.ContainsFinalizer(bd, Finalizer) {
 		return nil
 	}
-	if err := r.Engine.Uninstall(ctx, bd.Name, bd.Annotations[DeleteCRDsAnnotation] == "true"); err != nil {
+	orphan := bd.Spec.DeletionPolicy == rukpakv1alpha1.DeletionPolicyOrphan
+	leftAlone, err := r.Engine.Uninstall(ctx, bd.Name, bd.Annotations[DeleteCRDsAnnotation] == "true", orphan)
+	if len(leftAlone) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "left %d object(s) in place that another owner holds now: %s", len(leftAlone), keyList(leftAlone))
+	}
+	if err != nil {
 		if r.Recorder != nil {
 			r.Recorder.Eventf(bd, "Warning", "UninstallFailed", "uninstalling: %v", err)
 		}
 		return fmt.Errorf("uninstalling BundleDeployment %q: %w", bd.Name, err)
+	}
+	if orphan && r.Recorder != nil {
+		r.Recorder.Event(bd, "Normal", "Orphaned", "deletionPolicy Orphan: every installed object was left in place without rukpak's ownership labels")
 	}
 	if err := r.Unpacker.Cleanup(ctx, unpackKey(bd)); err != nil {
 		return fmt.Errorf("removing the unpacked content of BundleDeployment %q: %w", bd.Name, err)
@@ -235,6 +251,19 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	r.Metrics.forget(bd.Name)
 	r.installed.Delete(bd.Name)
 	return nil
+}
+
+// keyList names at most five objects.
+func keyList(keys []apply.ObjectKey) string {
+	var names []string
+	for i, k := range keys {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(keys)-5))
+			break
+		}
+		names = append(names, k.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 func unpackKey(bd *rukpakv1alpha1.BundleDeployment) string { return "bundledeployment/" + bd.Name }
@@ -295,6 +324,7 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 		Objects:   st.objects,
 		Info:      map[string]interface{}{"contentHash": st.hash, "resolvedSource": st.unpacked.ResolvedSource},
 	}
+	req.CollisionPolicy = bd.Spec.CollisionPolicy
 	if r.Preflight != nil && bd.Annotations[SkipCRDUpgradeSafetyAnnotation] != "true" {
 		req.Preflight = r.Preflight
 	}
@@ -304,12 +334,19 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	r.Metrics.observeApply(res, err)
 	var ae *apply.Error
 	if errors.As(err, &ae) {
-		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: ae.Reason, terminal: ae.Reason == apply.ReasonPreflightFailed, err: err}
+		se := &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: ae.Reason, terminal: ae.Reason == apply.ReasonPreflightFailed, err: err}
+		if ae.Reason == apply.ReasonObjectConflict {
+			// The colliding object is not watched (it is not ours): look again now and then, and at
+			// once when the BundleDeployment changes (e.g. its collisionPolicy).
+			se.retryAfter = unhealthyRecheck
+		}
+		return se
 	}
 	if err != nil {
 		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed, err: err}
 	}
 	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
+	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
 		revision: res.Revision, objects: st.count, plan: st.plan})
 	if r.Watches != nil {
@@ -361,8 +398,17 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	switch {
 	case st.applied != nil:
 		bd.Status.InstalledRevision = int64(st.applied.Revision)
-		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded,
-			fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count))
+		msg := fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count)
+		// A re-apply keeps what the apply that installed the revision said (e.g. objects left alone).
+		if c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled); !st.applied.Changed && c != nil &&
+			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, msg) {
+			msg = c.Message
+		}
+		if len(st.leftAlone) > 0 {
+			msg += fmt.Sprintf("; %d object(s) earlier revisions installed were left in place because another owner holds them now: %s",
+				len(st.leftAlone), keyList(st.leftAlone))
+		}
+		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
 		if st.applied.Changed || len(bd.Status.History) == 0 {
 			r.setHistory(bd) // re-applying the deployed revision leaves the history as it is
 		}
@@ -415,6 +461,10 @@ func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleD
 	}
 	if st.applied != nil && st.applied.Changed {
 		r.Recorder.Eventf(bd, "Normal", "Installed", "installed revision %d (%s)", st.applied.Revision, st.hash)
+	}
+	if len(st.leftAlone) > 0 {
+		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
+			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone))
 	}
 	for _, typ := range []string{rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.TypeHealthy} {
 		now := meta.FindStatusCondition(bd.Status.Conditions, typ)

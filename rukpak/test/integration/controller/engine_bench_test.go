@@ -41,7 +41,7 @@ func BenchmarkEngineReapply(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if err := e.Uninstall(ctx, "bench-engine", false); err != nil {
+	if _, err := e.Uninstall(ctx, "bench-engine", false, false); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -41,6 +42,7 @@ var (
 	// reconciler is the BundleDeploymentReconciler the manager runs.
 	reconciler *controller.BundleDeploymentReconciler
 	k8s        client.Client
+	restConfig *rest.Config
 	clientset  kubernetes.Interface
 	bundles    = &dirUnpacker{refs: map[string]string{}}
 )
@@ -74,6 +76,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 200, 400
+	restConfig = cfg
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
