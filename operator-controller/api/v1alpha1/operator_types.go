@@ -158,9 +158,10 @@ type OperatorSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="installNamespace is immutable; delete and recreate the Operator to move it"
 	InstallNamespace string `json:"installNamespace,omitempty"`
 
-	// watchNamespaces lists the namespaces the operator watches (its install mode): empty for all
-	// namespaces, the install namespace alone for OwnNamespace, other namespaces for
-	// Single/MultiNamespace. It is passed to the BundleDeployment's config.watchNamespaces.
+	// watchNamespaces lists the namespaces the operator watches (its install mode): the install
+	// namespace alone for OwnNamespace, other namespaces for Single/MultiNamespace. When empty, all
+	// namespaces if the bundle supports it, else its install namespace (OwnNamespace). It is passed
+	// to the BundleDeployment's config.watchNamespaces.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64

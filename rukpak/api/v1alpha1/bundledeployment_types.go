@@ -155,8 +155,9 @@ type BundleDeploymentSpec struct {
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.
 type BundleConfig struct {
 	// watchNamespaces (registry+v1) lists the namespaces the operator watches, which selects the
-	// install mode of its ClusterServiceVersion: empty for AllNamespaces, the install namespace alone
-	// for OwnNamespace, one other namespace for SingleNamespace, several for MultiNamespace.
+	// install mode of its ClusterServiceVersion: the install namespace alone for OwnNamespace, one
+	// other namespace for SingleNamespace, several for MultiNamespace. When empty, AllNamespaces is
+	// used if the CSV supports it, else OwnNamespace; the Installed message names the mode used.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64

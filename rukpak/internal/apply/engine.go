@@ -86,9 +86,9 @@ type Result struct {
 	Changed bool
 	// Objects are the applied objects, in apply order.
 	Objects []*unstructured.Unstructured
-	// LeftAlone are objects an earlier revision applied that this one no longer contains but that
-	// were not deleted, because another owner holds them now.
-	LeftAlone []ObjectKey
+	// LeftAlone names the objects an earlier revision applied that this one no longer contains but
+	// that were not deleted, because another owner held them then (recorded with the revision).
+	LeftAlone []string
 }
 
 // Reasons of an *Error, matching the BundleDeployment's Installed condition reasons.
@@ -192,7 +192,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Revision: deployed.Version, Objects: objs, LeftAlone: leftAlone}, nil
+		return &Result{Revision: deployed.Version, Objects: objs, LeftAlone: append(recordedLeftAlone(deployed), leftAlone...)}, nil
 	}
 	if req.Preflight != nil {
 		if err := req.Preflight(ctx, objs); err != nil {
@@ -249,7 +249,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		before = append(before, deployed)
 	}
 	before = append(before, revs.interrupted...)
-	var leftAlone []ObjectKey
+	var leftAlone []string
 	applyErr := e.applyAll(ctx, req, objs, existing)
 	if applyErr == nil {
 		leftAlone, applyErr = e.prune(ctx, req.Name, before, objs)
@@ -269,6 +269,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	}
 	// Mark the new revision deployed before the old one superseded: a crash in between leaves two
 	// deployed revisions, which settle repairs, never none.
+	if len(leftAlone) > 0 {
+		rel.Config[leftAloneKey] = leftAlone
+	}
 	if deployed != nil {
 		rel.SetStatus(release.StatusDeployed, "Upgrade complete")
 	} else {
@@ -302,8 +305,27 @@ func applyError(reason string, err error) *Error {
 	return &Error{Reason: reason, Err: err}
 }
 
+// leftAloneKey records, in a revision's Helm config, the objects its prune left alone.
+const leftAloneKey = "rukpakLeftAlone"
+
+// recordedLeftAlone is what the prune of revision r left alone.
+func recordedLeftAlone(r *release.Release) []string {
+	var out []string
+	switch v := r.Config[leftAloneKey].(type) {
+	case []string:
+		out = append(out, v...)
+	case []interface{}:
+		for _, s := range v {
+			if s, ok := s.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // closeInterrupted prunes what interrupted revisions applied beyond objs and marks them failed.
-func (e *Engine) closeInterrupted(ctx context.Context, name string, interrupted []*release.Release, objs []*unstructured.Unstructured, current int) ([]ObjectKey, error) {
+func (e *Engine) closeInterrupted(ctx context.Context, name string, interrupted []*release.Release, objs []*unstructured.Unstructured, current int) ([]string, error) {
 	if len(interrupted) == 0 {
 		return nil, nil
 	}
@@ -354,7 +376,7 @@ func (e *Engine) History(name string) ([]Revision, error) {
 // deleteCRDs is set); with orphan set it removes the ownership labels from them and leaves them in
 // place. Then it deletes the revisions. It returns the objects left alone because another owner
 // holds them now.
-func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan bool) ([]ObjectKey, error) {
+func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan bool) ([]string, error) {
 	hist, err := e.history(name)
 	if err != nil || len(hist) == 0 {
 		return nil, err
@@ -370,7 +392,7 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 		}
 	}
 	var errs []string
-	var leftAlone []ObjectKey
+	var leftAlone []string
 	for k, u := range all {
 		var err error
 		switch {
@@ -381,14 +403,14 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 		default:
 			var skipped bool
 			if skipped, err = e.deleteOwned(ctx, name, u); skipped {
-				leftAlone = append(leftAlone, k)
+				leftAlone = append(leftAlone, k.String())
 			}
 		}
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
-	sortKeys(leftAlone)
+	sort.Strings(leftAlone)
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return leftAlone, errors.New(strings.Join(errs, "; "))
@@ -399,10 +421,6 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 		}
 	}
 	return leftAlone, nil
-}
-
-func sortKeys(keys []ObjectKey) {
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 }
 
 // history is every stored revision of name, oldest first.
@@ -519,12 +537,12 @@ func CRDEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 
 // prune deletes what the earlier revisions applied and objs no longer contain (never CRDs), if
 // release name still owns it; it returns what it left alone because another owner holds it now.
-func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Release, objs []*unstructured.Unstructured) ([]ObjectKey, error) {
+func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Release, objs []*unstructured.Unstructured) ([]string, error) {
 	keep := map[ObjectKey]bool{}
 	for _, u := range objs {
 		keep[KeyOf(u)] = true
 	}
-	var leftAlone []ObjectKey
+	var leftAlone []string
 	for _, prev := range earlier {
 		old, err := decodeManifest(prev.Manifest)
 		if err != nil {
@@ -541,11 +559,11 @@ func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Rele
 				return nil, fmt.Errorf("pruning %s, which the new revision no longer contains: %w", k, err)
 			}
 			if skipped {
-				leftAlone = append(leftAlone, k)
+				leftAlone = append(leftAlone, k.String())
 			}
 		}
 	}
-	sortKeys(leftAlone)
+	sort.Strings(leftAlone)
 	return leftAlone, nil
 }
 

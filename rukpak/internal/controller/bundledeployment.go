@@ -102,6 +102,8 @@ type installedState struct {
 	revision    int
 	objects     int
 	plan        health.Plan
+	leftAlone   []string
+	description string
 }
 
 // stepError is a failed step: which condition it fails, with which reason, and whether retrying can
@@ -130,7 +132,9 @@ type state struct {
 	plan    health.Plan
 	healthy error
 	// leftAlone are objects a new revision dropped but did not delete: another owner holds them.
-	leftAlone []apply.ObjectKey
+	leftAlone []string
+	// description is what the renderer chose (the registry+v1 install mode), for the status.
+	description string
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -209,7 +213,7 @@ func (r *BundleDeploymentReconciler) healthOnly(bd *rukpakv1alpha1.BundleDeploym
 		return false
 	}
 	st.applied = &apply.Result{Revision: last.revision}
-	st.count, st.plan = last.objects, last.plan
+	st.count, st.plan, st.leftAlone, st.description = last.objects, last.plan, last.leftAlone, last.description
 	return true
 }
 
@@ -254,14 +258,14 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 }
 
 // keyList names at most five objects.
-func keyList(keys []apply.ObjectKey) string {
+func keyList(keys []string) string {
 	var names []string
 	for i, k := range keys {
 		if i == 5 {
 			names = append(names, fmt.Sprintf("and %d more", len(keys)-5))
 			break
 		}
-		names = append(names, k.String())
+		names = append(names, k)
 	}
 	return strings.Join(names, ", ")
 }
@@ -296,7 +300,7 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 
 func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
 	defer r.Metrics.observeStep(StepRender, time.Now())
-	objs, err := r.Renderers[bd.Spec.ProvisionerClassName].Render(ctx, provisioner.Request{
+	res, err := provisioner.RenderDescribed(ctx, r.Renderers[bd.Spec.ProvisionerClassName], provisioner.Request{
 		Content:          os.DirFS(st.unpacked.Dir),
 		Name:             bd.Name,
 		InstallNamespace: bd.Spec.InstallNamespace,
@@ -313,7 +317,7 @@ func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alp
 	case err != nil:
 		return &stepError{condition: rukpakv1alpha1.TypeUnpacked, reason: rukpakv1alpha1.ReasonInvalidBundle, err: fmt.Errorf("rendering the bundle: %w", err)}
 	}
-	st.objects = objs
+	st.objects, st.description = res.Objects, res.Description
 	return nil
 }
 
@@ -348,7 +352,7 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
 	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
-		revision: res.Revision, objects: st.count, plan: st.plan})
+		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description})
 	if r.Watches != nil {
 		if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
 			return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed,
@@ -399,10 +403,8 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	case st.applied != nil:
 		bd.Status.InstalledRevision = int64(st.applied.Revision)
 		msg := fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count)
-		// A re-apply keeps what the apply that installed the revision said (e.g. objects left alone).
-		if c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled); !st.applied.Changed && c != nil &&
-			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, msg) {
-			msg = c.Message
+		if st.description != "" {
+			msg = fmt.Sprintf("revision %d is installed (%d objects, %s)", st.applied.Revision, st.count, st.description)
 		}
 		if len(st.leftAlone) > 0 {
 			msg += fmt.Sprintf("; %d object(s) earlier revisions installed were left in place because another owner holds them now: %s",
@@ -462,7 +464,7 @@ func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleD
 	if st.applied != nil && st.applied.Changed {
 		r.Recorder.Eventf(bd, "Normal", "Installed", "installed revision %d (%s)", st.applied.Revision, st.hash)
 	}
-	if len(st.leftAlone) > 0 {
+	if st.applied != nil && st.applied.Changed && len(st.leftAlone) > 0 {
 		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
 			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone))
 	}

@@ -2,7 +2,9 @@
 // Available (and rolled out), StatefulSets and DaemonSets with every replica ready and updated, CRDs
 // Established, Jobs Complete (a Failed Job is unhealthy, with its reason), PersistentVolumeClaims
 // Bound, APIServices Available, and the Services that its webhooks call with a ready endpoint. Other
-// kinds are healthy once they exist.
+// kinds are healthy once they exist. The message of an unready Deployment, StatefulSet or DaemonSet
+// carries the workload's own failure when its conditions report one (ReplicaFailure,
+// ProgressDeadlineExceeded), so that a person sees why pods are missing.
 package health
 
 import (
@@ -133,7 +135,7 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 			if msg == "" {
 				msg = "condition Available is not True"
 			}
-			return false, "not Available: " + msg
+			return false, withWorkloadFailures(u, "not Available: "+msg)
 		}
 		want := int64(1)
 		if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok {
@@ -141,7 +143,7 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 		}
 		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
 		if updated < want {
-			return false, fmt.Sprintf("rollout in progress: %d of %d replicas updated", updated, want)
+			return false, withWorkloadFailures(u, fmt.Sprintf("rollout in progress: %d of %d replicas updated", updated, want))
 		}
 		return true, ""
 	case "StatefulSet":
@@ -152,7 +154,7 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
 		if ready < want || updated < want {
-			return false, fmt.Sprintf("%d of %d replicas ready, %d updated", ready, want, updated)
+			return false, withWorkloadFailures(u, fmt.Sprintf("%d of %d replicas ready, %d updated", ready, want, updated))
 		}
 		return true, ""
 	case "DaemonSet":
@@ -160,7 +162,7 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "numberReady")
 		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedNumberScheduled")
 		if ready < desired || updated < desired {
-			return false, fmt.Sprintf("%d of %d pods ready, %d updated", ready, desired, updated)
+			return false, withWorkloadFailures(u, fmt.Sprintf("%d of %d pods ready, %d updated", ready, desired, updated))
 		}
 		return true, ""
 	case "CustomResourceDefinition":
@@ -193,6 +195,56 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 	return true, ""
 }
 
+// withWorkloadFailures appends to why what the workload's own conditions say went wrong: a
+// ReplicaFailure condition that is True (its controller could not create pods, e.g. `pods "x-1" is
+// forbidden: no PriorityClass with name y was found`; the Deployment controller copies it from the
+// ReplicaSet) and a Progressing condition that is False with reason ProgressDeadlineExceeded (the
+// rollout made no progress within spec.progressDeadlineSeconds). Both are Deployment conditions;
+// StatefulSets and DaemonSets are looked at the same way in case their controller sets them.
+func withWorkloadFailures(u *unstructured.Unstructured, why string) string {
+	var parts []string
+	if c := findCondition(u, "ReplicaFailure"); c != nil && c.status == "True" {
+		parts = append(parts, c.describe("ReplicaFailure"))
+	}
+	if c := findCondition(u, "Progressing"); c != nil && c.status == "False" && c.reason == "ProgressDeadlineExceeded" {
+		parts = append(parts, c.describe("Progressing=False"))
+	}
+	for _, p := range parts {
+		why += "; " + p
+	}
+	return why
+}
+
+type conditionFields struct{ status, reason, message string }
+
+// describe renders the condition as `label (reason): message`, leaving out what is empty.
+func (c *conditionFields) describe(label string) string {
+	s := label
+	if c.reason != "" {
+		s += " (" + c.reason + ")"
+	}
+	if c.message != "" {
+		s += ": " + c.message
+	}
+	return s
+}
+
+func findCondition(u *unstructured.Unstructured, typ string) *conditionFields {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != typ {
+			continue
+		}
+		out := &conditionFields{}
+		out.status, _ = m["status"].(string)
+		out.reason, _ = m["reason"].(string)
+		out.message, _ = m["message"].(string)
+		return out
+	}
+	return nil
+}
+
 // evaluateJob: a Job is healthy once Complete; Failed is unhealthy with the Job's reason and message;
 // otherwise it is still running.
 func evaluateJob(u *unstructured.Unstructured) (bool, string) {
@@ -218,26 +270,15 @@ func evaluateJob(u *unstructured.Unstructured) (bool, string) {
 }
 
 func conditionReason(u *unstructured.Unstructured, typ string) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]interface{}); ok && m["type"] == typ {
-			r, _ := m["reason"].(string)
-			return r
-		}
+	if c := findCondition(u, typ); c != nil {
+		return c.reason
 	}
 	return ""
 }
 
 func condition(u *unstructured.Unstructured, typ string) (status, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]interface{})
-		if !ok || m["type"] != typ {
-			continue
-		}
-		s, _ := m["status"].(string)
-		msg, _ := m["message"].(string)
-		return s, msg
+	if c := findCondition(u, typ); c != nil {
+		return c.status, c.message
 	}
 	return "", ""
 }

@@ -25,6 +25,7 @@ func TestEvaluate(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, why string
 		ok             bool
+		exact          bool // why is the whole message, not a part of it
 	}{
 		{name: "deployment available", ok: true, doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 2}, spec: {replicas: 2},
 			status: {observedGeneration: 2, updatedReplicas: 2, conditions: [{type: Available, status: "True"}]}}`},
@@ -34,6 +35,43 @@ func TestEvaluate(t *testing.T) {
 			status: {observedGeneration: 2, conditions: [{type: Available, status: "True"}]}}`},
 		{name: "deployment rolling out", why: "1 of 2 replicas updated", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1}, spec: {replicas: 2},
 			status: {observedGeneration: 1, updatedReplicas: 1, conditions: [{type: Available, status: "True"}]}}`},
+		{name: "deployment without pods: ReplicaFailure", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1}, spec: {replicas: 1},
+			status: {observedGeneration: 1, conditions: [
+			  {type: Available, status: "False", reason: MinimumReplicasUnavailable, message: Deployment does not have minimum availability.},
+			  {type: ReplicaFailure, status: "True", reason: FailedCreate, message: 'pods "op-7d9c8-" is forbidden: no PriorityClass with name critical-ops was found'},
+			  {type: Progressing, status: "True", reason: ReplicaSetUpdated, message: ReplicaSet "op-7d9c8" is progressing.}]}}`,
+			why: `not Available: Deployment does not have minimum availability.; ReplicaFailure (FailedCreate): pods "op-7d9c8-" is forbidden: no PriorityClass with name critical-ops was found`, exact: true},
+		{name: "deployment past its progress deadline", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1}, spec: {replicas: 1},
+			status: {observedGeneration: 1, conditions: [
+			  {type: Available, status: "False", reason: MinimumReplicasUnavailable, message: Deployment does not have minimum availability.},
+			  {type: Progressing, status: "False", reason: ProgressDeadlineExceeded, message: ReplicaSet "op-7d9c8" has timed out progressing.}]}}`,
+			why: `not Available: Deployment does not have minimum availability.; Progressing=False (ProgressDeadlineExceeded): ReplicaSet "op-7d9c8" has timed out progressing.`},
+		{name: "deployment with both failures", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1},
+			status: {observedGeneration: 1, conditions: [
+			  {type: Available, status: "False", message: Deployment does not have minimum availability.},
+			  {type: ReplicaFailure, status: "True", reason: FailedCreate, message: 'pods "op-1" is forbidden: exceeded quota: pods'},
+			  {type: Progressing, status: "False", reason: ProgressDeadlineExceeded, message: ReplicaSet "op-1" has timed out progressing.}]}}`,
+			why: `minimum availability.; ReplicaFailure (FailedCreate): pods "op-1" is forbidden: exceeded quota: pods; Progressing=False (ProgressDeadlineExceeded): ReplicaSet "op-1" has timed out progressing.`},
+		{name: "stuck rollout of an available deployment", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 2}, spec: {replicas: 2},
+			status: {observedGeneration: 2, updatedReplicas: 1, conditions: [
+			  {type: Available, status: "True"},
+			  {type: Progressing, status: "False", reason: ProgressDeadlineExceeded, message: ReplicaSet "op-2" has timed out progressing.}]}}`,
+			why: `rollout in progress: 1 of 2 replicas updated; Progressing=False (ProgressDeadlineExceeded): ReplicaSet "op-2" has timed out progressing.`},
+		{name: "resolved ReplicaFailure and other Progressing=False reasons are left out", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1},
+			status: {observedGeneration: 1, conditions: [
+			  {type: Available, status: "False", message: Deployment does not have minimum availability.},
+			  {type: ReplicaFailure, status: "False", reason: FailedCreate, message: old},
+			  {type: Progressing, status: "False", reason: SomethingElse, message: other}]}}`,
+			why: `not Available: Deployment does not have minimum availability.`, exact: true},
+		{name: "ReplicaFailure without message", doc: `{apiVersion: apps/v1, kind: Deployment, metadata: {generation: 1},
+			status: {observedGeneration: 1, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreate}]}}`,
+			why: `not Available: condition Available is not True; ReplicaFailure (FailedCreate)`, exact: true},
+		{name: "statefulset with ReplicaFailure", doc: `{apiVersion: apps/v1, kind: StatefulSet, metadata: {generation: 1}, spec: {replicas: 1},
+			status: {observedGeneration: 1, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreate, message: 'pods "db-0" is forbidden: no PriorityClass with name y was found'}]}}`,
+			why: `0 of 1 replicas ready, 0 updated; ReplicaFailure (FailedCreate): pods "db-0" is forbidden: no PriorityClass with name y was found`},
+		{name: "daemonset with ReplicaFailure", doc: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {generation: 1},
+			status: {observedGeneration: 1, desiredNumberScheduled: 2, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreate, message: quota}]}}`,
+			why: `0 of 2 pods ready, 0 updated; ReplicaFailure (FailedCreate): quota`, exact: true},
 		{name: "statefulset ready", ok: true, doc: `{apiVersion: apps/v1, kind: StatefulSet, metadata: {generation: 1}, spec: {replicas: 1}, status: {observedGeneration: 1, readyReplicas: 1, updatedReplicas: 1}}`},
 		{name: "statefulset not ready", why: "0 of 3 replicas ready", doc: `{apiVersion: apps/v1, kind: StatefulSet, metadata: {generation: 1}, spec: {replicas: 3}, status: {observedGeneration: 1}}`},
 		{name: "daemonset ready", ok: true, doc: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {generation: 1}, status: {observedGeneration: 1, desiredNumberScheduled: 2, numberReady: 2, updatedNumberScheduled: 2}}`},
@@ -57,7 +95,7 @@ func TestEvaluate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, why := Evaluate(obj(t, tc.doc))
-			if ok != tc.ok || !strings.Contains(why, tc.why) {
+			if ok != tc.ok || !strings.Contains(why, tc.why) || (!ok && tc.why == "") || (tc.exact && why != tc.why) {
 				t.Errorf("Evaluate = %v %q, want %v containing %q", ok, why, tc.ok, tc.why)
 			}
 		})

@@ -31,6 +31,31 @@ type Renderer interface {
 	Render(ctx context.Context, req Request) ([]client.Object, error)
 }
 
+// Result is a render's objects with a short description of what the Renderer chose.
+type Result struct {
+	// Objects are what Render returns.
+	Objects []client.Object
+	// Description is a short phrase for a status message, e.g. "install mode OwnNamespace (default,
+	// watching operators)" for registry+v1; empty when the Renderer has nothing to say.
+	Description string
+}
+
+// Describer is implemented by Renderers that can describe what they chose while rendering (the
+// registry+v1 install mode). RenderDescribed returns what Render returns, plus the description.
+type Describer interface {
+	RenderDescribed(ctx context.Context, req Request) (Result, error)
+}
+
+// RenderDescribed renders req with r in one pass; the Result's Description is set when r is a
+// Describer and empty otherwise.
+func RenderDescribed(ctx context.Context, r Renderer, req Request) (Result, error) {
+	if d, ok := r.(Describer); ok {
+		return d.RenderDescribed(ctx, req)
+	}
+	objs, err := r.Render(ctx, req)
+	return Result{Objects: objs}, err
+}
+
 // InvalidBundleError is a bundle or configuration problem that retrying cannot fix.
 type InvalidBundleError struct {
 	// Reason is a condition reason, e.g. "InvalidBundle" or "UnsupportedInstallMode".

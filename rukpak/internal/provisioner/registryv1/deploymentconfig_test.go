@@ -99,7 +99,9 @@ func TestApplyOverridesAllFields(t *testing.T) {
 		},
 		VolumeMounts: []corev1.VolumeMount{{Name: "trust", MountPath: "/etc/pki"}},
 		Annotations:  map[string]string{"keep": "config", "added": "config"},
-		Affinity:     &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}},
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+			{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname"}},
+		}}},
 	}
 	if err := applyOverrides(d, cfg); err != nil {
 		t.Fatal(err)

@@ -7,13 +7,25 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-// TargetNamespacesAnnotation is set on every Deployment and its pod template; operators read it
-// through the downward API to learn which namespaces to watch ("" means all).
-const TargetNamespacesAnnotation = "olm.targetNamespaces"
+// Annotations set on every Deployment and its pod template, as OLM v0 does (it copies them from the
+// CSV, which its OperatorGroup annotates). Operators read them through the downward API, e.g.
+// WATCH_NAMESPACE from metadata.annotations['olm.targetNamespaces'] and OPERATOR_NAMESPACE from
+// metadata.annotations['olm.operatorNamespace'].
+const (
+	// TargetNamespacesAnnotation holds the watched namespaces, comma-joined ("" means all).
+	TargetNamespacesAnnotation = "olm.targetNamespaces"
+	// OperatorNamespaceAnnotation holds the install namespace.
+	OperatorNamespaceAnnotation = "olm.operatorNamespace"
+)
+
+// revisionHistoryLimit is what OLM v0 sets on every Deployment it creates for a CSV (and what
+// upstream OLM v1 copies): old ReplicaSets of an operator are of no use.
+const revisionHistoryLimit = int32(1)
 
 // droppedCSVAnnotations are CSV annotations that OLM does not copy onto the operator's pods.
 var droppedCSVAnnotations = map[string]bool{
@@ -56,7 +68,7 @@ func overridesFromAPI(c *rukpakv1alpha1.DeploymentConfig) *deploymentOverrides {
 }
 
 // buildDeployments turns the CSV's install strategy into Deployments in installNamespace.
-func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, mode installMode, cfg *deploymentOverrides) ([]*appsv1.Deployment, error) {
+func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, mode InstallMode, cfg *deploymentOverrides) ([]*appsv1.Deployment, error) {
 	if csv.Spec.InstallStrategy.StrategyName != "" && csv.Spec.InstallStrategy.StrategyName != operatorsv1alpha1.InstallStrategyNameDeployment {
 		return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.strategy %q is not supported; only %q is",
 			csv.Name, csv.Spec.InstallStrategy.StrategyName, operatorsv1alpha1.InstallStrategyNameDeployment)
@@ -91,9 +103,17 @@ func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNames
 		for k, v := range tmpl.Annotations {
 			podAnnotations[k] = v
 		}
-		podAnnotations[TargetNamespacesAnnotation] = mode.TargetNamespacesAnnotation()
+		olmAnnotations := map[string]string{
+			TargetNamespacesAnnotation:  mode.TargetNamespacesAnnotation(),
+			OperatorNamespaceAnnotation: installNamespace,
+		}
+		for k, v := range olmAnnotations {
+			podAnnotations[k] = v
+		}
 		tmpl.Annotations = podAnnotations
-		d.Annotations = map[string]string{TargetNamespacesAnnotation: mode.TargetNamespacesAnnotation()}
+		d.Annotations = olmAnnotations
+		limit := revisionHistoryLimit
+		d.Spec.RevisionHistoryLimit = &limit
 
 		if err := applyOverrides(d, cfg); err != nil {
 			return nil, fmt.Errorf("deploymentConfig for deployment %q: %w", d.Name, err)
@@ -106,7 +126,8 @@ func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNames
 // applyOverrides merges deploymentConfig into one Deployment with OLM v0 Subscription.spec.config
 // semantics: env replaces variables of the same name and appends others; envFrom, tolerations are
 // appended (without duplicates); resources replace every container's; nodeSelector replaces;
-// affinity replaces the node/pod/podAnti affinity it sets; volumes and volumeMounts replace entries of
+// affinity replaces the node/pod/podAnti affinity it sets, and an empty one ({}) clears the pod's
+// affinity or that part of it; volumes and volumeMounts replace entries of
 // the same name and append others; annotations are added to the Deployment and its pods without
 // overriding what the bundle sets.
 func applyOverrides(d *appsv1.Deployment, c *deploymentOverrides) error {
@@ -127,24 +148,14 @@ func applyOverrides(d *appsv1.Deployment, c *deploymentOverrides) error {
 		pod.NodeSelector = copyMap(c.NodeSelector)
 	}
 	pod.Tolerations = appendUnique(pod.Tolerations, c.Tolerations)
-	if c.Affinity != nil {
-		if pod.Affinity == nil {
-			pod.Affinity = &corev1.Affinity{}
-		}
-		if c.Affinity.NodeAffinity != nil {
-			pod.Affinity.NodeAffinity = c.Affinity.NodeAffinity.DeepCopy()
-		}
-		if c.Affinity.PodAffinity != nil {
-			pod.Affinity.PodAffinity = c.Affinity.PodAffinity.DeepCopy()
-		}
-		if c.Affinity.PodAntiAffinity != nil {
-			pod.Affinity.PodAntiAffinity = c.Affinity.PodAntiAffinity.DeepCopy()
-		}
-	}
+	pod.Affinity = overrideAffinity(pod.Affinity, c.Affinity)
 	pod.Volumes = mergeByName(pod.Volumes, c.Volumes, func(v corev1.Volume) string { return v.Name })
 	for k, v := range c.Annotations {
-		if k == TargetNamespacesAnnotation {
+		switch k {
+		case TargetNamespacesAnnotation:
 			return fmt.Errorf("annotation %q is set by rukpak from watchNamespaces and cannot be overridden", k)
+		case OperatorNamespaceAnnotation:
+			return fmt.Errorf("annotation %q is set by rukpak to the install namespace and cannot be overridden", k)
 		}
 		if _, ok := d.Annotations[k]; !ok {
 			d.Annotations[k] = v
@@ -154,6 +165,45 @@ func applyOverrides(d *appsv1.Deployment, c *deploymentOverrides) error {
 		}
 	}
 	return nil
+}
+
+// overrideAffinity applies deploymentConfig.affinity with OLM v0 semantics: nil keeps the bundle's
+// affinity; an empty affinity ({}) removes it; otherwise each of nodeAffinity, podAffinity and
+// podAntiAffinity that is set replaces the bundle's, and an empty one ({}) removes the bundle's. An
+// affinity left with no part is removed.
+func overrideAffinity(have, override *corev1.Affinity) *corev1.Affinity {
+	if override == nil {
+		return have
+	}
+	if equality.Semantic.DeepEqual(*override, corev1.Affinity{}) {
+		return nil
+	}
+	out := &corev1.Affinity{}
+	if have != nil {
+		out = have.DeepCopy()
+	}
+	if a := override.NodeAffinity; a != nil {
+		out.NodeAffinity = a.DeepCopy()
+		if equality.Semantic.DeepEqual(*a, corev1.NodeAffinity{}) {
+			out.NodeAffinity = nil
+		}
+	}
+	if a := override.PodAffinity; a != nil {
+		out.PodAffinity = a.DeepCopy()
+		if equality.Semantic.DeepEqual(*a, corev1.PodAffinity{}) {
+			out.PodAffinity = nil
+		}
+	}
+	if a := override.PodAntiAffinity; a != nil {
+		out.PodAntiAffinity = a.DeepCopy()
+		if equality.Semantic.DeepEqual(*a, corev1.PodAntiAffinity{}) {
+			out.PodAntiAffinity = nil
+		}
+	}
+	if equality.Semantic.DeepEqual(*out, corev1.Affinity{}) {
+		return nil
+	}
+	return out
 }
 
 func mergeEnv(have, add []corev1.EnvVar) []corev1.EnvVar {

@@ -27,12 +27,18 @@ var selfSigned = WithCertProvider(certs.NewSelfSigned(testCA))
 // fixtureFS loads testdata/widgets into memory and lets a test edit its files.
 func fixtureFS(t *testing.T, edit func(files map[string]string)) fs.FS {
 	t.Helper()
+	return bundleFS(t, fixture, edit)
+}
+
+// bundleFS loads the bundle in dir into memory and lets a test edit its files.
+func bundleFS(t *testing.T, dir string, edit func(files map[string]string)) fs.FS {
+	t.Helper()
 	files := map[string]string{}
-	err := fs.WalkDir(os.DirFS(fixture), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(os.DirFS(fixture), p)
+		b, err := fs.ReadFile(os.DirFS(dir), p)
 		files[p] = string(b)
 		return err
 	})
@@ -60,11 +66,16 @@ func renderFS(t *testing.T, content fs.FS, cfg *rukpakv1alpha1.BundleConfig, opt
 
 // editCSV replaces old with new in the fixture's CSV, failing when old is absent.
 func editCSV(t *testing.T, old, new string) func(map[string]string) {
+	return editFile(t, csvFile, old, new)
+}
+
+// editFile replaces the first old with new in file, failing when old is absent.
+func editFile(t *testing.T, file, old, new string) func(map[string]string) {
 	return func(f map[string]string) {
-		if !strings.Contains(f[csvFile], old) {
-			t.Fatalf("fixture CSV does not contain %q", old)
+		if !strings.Contains(f[file], old) {
+			t.Fatalf("%s does not contain %q", file, old)
 		}
-		f[csvFile] = strings.Replace(f[csvFile], old, new, 1)
+		f[file] = strings.Replace(f[file], old, new, 1)
 	}
 }
 
@@ -98,8 +109,8 @@ func TestInstallModes(t *testing.T) {
 			if tc.roleNS == nil {
 				cr := r.get("ClusterRole /bd-widget-operator")
 				rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
-				if len(rules) != 2 {
-					t.Errorf("ClusterRole bd-widget-operator has %d rules, want the 2 of permissions", len(rules))
+				if len(rules) != 3 || !reflect.DeepEqual(rules[2], map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"get", "list", "watch"}}) {
+					t.Errorf("ClusterRole bd-widget-operator rules %v, want the 2 of permissions and get/list/watch on namespaces", rules)
 				}
 				crb := r.get("ClusterRoleBinding /bd-widget-operator")
 				if str(crb, "roleRef", "name") != "bd-widget-operator" {
@@ -161,10 +172,17 @@ func TestInstallModeNotSupported(t *testing.T) {
 			editCSV(t, "- type: "+m+"\n    supported: true", "- type: "+m+"\n    supported: false")(f)
 		}
 	})
-	_, err := renderFS(t, onlyOwn, nil, selfSigned)
-	wantInvalid(t, err, "UnsupportedInstallMode", "install mode AllNamespaces", `"widgets.v1.0.0"`, "it supports OwnNamespace (watchNamespaces: [widgets-system])")
+	_, err := renderFS(t, onlyOwn, watch(""), selfSigned)
+	wantInvalid(t, err, "UnsupportedInstallMode", "install mode AllNamespaces", `"widgets.v1.0.0"`, "it supports OwnNamespace (omit watchNamespaces or set it to [widgets-system])")
 	_, err = renderFS(t, onlyOwn, watch("a", "b"), selfSigned)
 	wantInvalid(t, err, "UnsupportedInstallMode", "install mode MultiNamespace", `["a", "b"]`)
+	onlyAll := fixtureFS(t, func(f map[string]string) {
+		for _, m := range []string{"SingleNamespace", "MultiNamespace", "OwnNamespace"} {
+			editCSV(t, "- type: "+m+"\n    supported: true", "- type: "+m+"\n    supported: false")(f)
+		}
+	})
+	_, err = renderFS(t, onlyAll, watch(fixtureNS), selfSigned)
+	wantInvalid(t, err, "UnsupportedInstallMode", "install mode OwnNamespace", "it supports AllNamespaces (omit watchNamespaces)")
 	if _, err := renderFS(t, onlyOwn, watch(fixtureNS), selfSigned); err != nil {
 		t.Fatalf("OwnNamespace is supported: %v", err)
 	}

@@ -6,18 +6,40 @@ import (
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 )
 
-// installMode is the resolved install mode of one render: the mode and the namespaces the operator
-// watches (nil for AllNamespaces).
-type installMode struct {
-	Type    operatorsv1alpha1.InstallModeType
+// InstallMode is the install mode of one render: the mode and the namespaces the operator watches.
+type InstallMode struct {
+	// Type is AllNamespaces, OwnNamespace, SingleNamespace or MultiNamespace.
+	Type operatorsv1alpha1.InstallModeType
+	// Targets are the watched namespaces, sorted; nil for AllNamespaces.
 	Targets []string
+	// Defaulted is true when watchNamespaces was unset and the mode was chosen by the default rule
+	// (AllNamespaces if supported, else OwnNamespace).
+	Defaulted bool
 }
 
 // TargetNamespacesAnnotation is the value OLM puts in olm.targetNamespaces: the watched namespaces,
 // comma-joined, and "" for AllNamespaces.
-func (m installMode) TargetNamespacesAnnotation() string { return strings.Join(m.Targets, ",") }
+func (m InstallMode) TargetNamespacesAnnotation() string { return strings.Join(m.Targets, ",") }
+
+// String describes the mode for a status message, e.g. "install mode OwnNamespace (default,
+// watching operators)" or "install mode AllNamespaces".
+func (m InstallMode) String() string {
+	var details []string
+	if m.Defaulted {
+		details = append(details, "default")
+	}
+	if len(m.Targets) > 0 {
+		details = append(details, "watching "+strings.Join(m.Targets, ", "))
+	}
+	if len(details) == 0 {
+		return "install mode " + string(m.Type)
+	}
+	return fmt.Sprintf("install mode %s (%s)", m.Type, strings.Join(details, ", "))
+}
 
 // allInstallModes are the install modes OLM defines, in the order messages list them.
 var allInstallModes = []operatorsv1alpha1.InstallModeType{
@@ -27,11 +49,79 @@ var allInstallModes = []operatorsv1alpha1.InstallModeType{
 	operatorsv1alpha1.InstallModeTypeMultiNamespace,
 }
 
-// resolveInstallMode picks the install mode from spec.config.watchNamespaces and checks it against
-// the install modes the CSV supports. Unknown install mode types in the CSV (typos) are an error.
-func resolveInstallMode(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, watch []string) (installMode, error) {
+// ChooseInstallMode is the install-mode rule, a pure function of the CSV's spec.installModes, the
+// install namespace and spec.config.watchNamespaces:
+//
+//   - watchNamespaces unset (nil or empty): AllNamespaces if the CSV supports it, else OwnNamespace
+//     (watching the install namespace) if it supports that, else an UnsupportedInstallMode error that
+//     names the value to set;
+//   - the install namespace alone: OwnNamespace; one other namespace: SingleNamespace; several:
+//     MultiNamespace; [""]: AllNamespaces. The CSV must support the mode.
+//
+// csvName is only used in messages. Errors are *provisioner.InvalidBundleError with reason
+// UnsupportedInstallMode (the mode is not supported), InvalidConfiguration (watchNamespaces mixes ""
+// with names) or InvalidBundle (the CSV declares an unknown install mode or supports none).
+func ChooseInstallMode(csvName string, csvInstallModes []operatorsv1alpha1.InstallMode, installNamespace string, watchNamespaces []string) (InstallMode, error) {
+	m, err := chooseInstallMode(csvName, csvInstallModes, installNamespace, watchNamespaces)
+	if re, ok := err.(*reasonError); ok {
+		return InstallMode{}, &provisioner.InvalidBundleError{Reason: re.reason, Message: re.msg}
+	}
+	return m, err
+}
+
+func chooseInstallMode(csvName string, csvInstallModes []operatorsv1alpha1.InstallMode, installNamespace string, watchNamespaces []string) (InstallMode, error) {
+	supported, err := supportedModes(csvName, csvInstallModes)
+	if err != nil {
+		return InstallMode{}, err
+	}
+	var ok []operatorsv1alpha1.InstallModeType
+	for _, t := range allInstallModes {
+		if supported[t] {
+			ok = append(ok, t)
+		}
+	}
+	if len(ok) == 0 {
+		return InstallMode{}, &reasonError{reason: ReasonInvalidBundle, msg: fmt.Sprintf(
+			"ClusterServiceVersion %q supports no install mode (spec.installModes has none with supported: true); the bundle must be fixed by its author", csvName)}
+	}
+
+	if len(watchNamespaces) == 0 {
+		switch {
+		case supported[operatorsv1alpha1.InstallModeTypeAllNamespaces]:
+			return InstallMode{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Defaulted: true}, nil
+		case supported[operatorsv1alpha1.InstallModeTypeOwnNamespace]:
+			return InstallMode{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Targets: []string{installNamespace}, Defaulted: true}, nil
+		}
+		hints := make([]string, 0, 2)
+		for _, t := range ok {
+			hints = append(hints, fmt.Sprintf("to %s for %s", watchValue(t, installNamespace), t))
+		}
+		return InstallMode{}, &reasonError{reason: ReasonUnsupportedInstallMode, msg: fmt.Sprintf(
+			"spec.config.watchNamespaces is unset and ClusterServiceVersion %q supports neither AllNamespaces nor OwnNamespace, the install modes used by default; set spec.config.watchNamespaces (Operator: spec.watchNamespaces) %s",
+			csvName, strings.Join(hints, " or "))}
+	}
+
+	mode, err := modeFromWatchNamespaces(installNamespace, watchNamespaces)
+	if err != nil {
+		return InstallMode{}, err
+	}
+	if !supported[mode.Type] {
+		hints := make([]string, 0, len(ok))
+		for _, t := range ok {
+			hints = append(hints, fmt.Sprintf("%s (%s)", t, watchHint(t, installNamespace, supported)))
+		}
+		return InstallMode{}, &reasonError{reason: ReasonUnsupportedInstallMode, msg: fmt.Sprintf(
+			"install mode %s (spec.config.watchNamespaces %s) is not supported by ClusterServiceVersion %q; it supports %s",
+			mode.Type, watchString(watchNamespaces), csvName, strings.Join(hints, ", "))}
+	}
+	return mode, nil
+}
+
+// supportedModes checks the CSV's install modes (an unknown type, e.g. a typo, is an error) and
+// returns which are supported.
+func supportedModes(csvName string, modes []operatorsv1alpha1.InstallMode) (map[operatorsv1alpha1.InstallModeType]bool, error) {
 	supported := map[operatorsv1alpha1.InstallModeType]bool{}
-	for _, im := range csv.Spec.InstallModes {
+	for _, im := range modes {
 		known := false
 		for _, t := range allInstallModes {
 			if im.Type == t {
@@ -39,49 +129,30 @@ func resolveInstallMode(csv *operatorsv1alpha1.ClusterServiceVersion, installNam
 			}
 		}
 		if !known {
-			return installMode{}, &reasonError{reason: ReasonInvalidBundle, msg: fmt.Sprintf(
+			return nil, &reasonError{reason: ReasonInvalidBundle, msg: fmt.Sprintf(
 				"ClusterServiceVersion %q declares install mode %q, which is not one of %s; the bundle must be fixed by its author",
-				csv.Name, im.Type, joinModes(allInstallModes))}
+				csvName, im.Type, joinModes(allInstallModes))}
 		}
 		supported[im.Type] = supported[im.Type] || im.Supported
 	}
-
-	mode, err := modeFromWatchNamespaces(installNamespace, watch)
-	if err != nil {
-		return installMode{}, err
-	}
-	if !supported[mode.Type] {
-		var ok []operatorsv1alpha1.InstallModeType
-		for _, t := range allInstallModes {
-			if supported[t] {
-				ok = append(ok, t)
-			}
-		}
-		if len(ok) == 0 {
-			return installMode{}, &reasonError{reason: ReasonInvalidBundle, msg: fmt.Sprintf(
-				"ClusterServiceVersion %q supports no install mode (spec.installModes has none with supported: true)", csv.Name)}
-		}
-		hints := make([]string, 0, len(ok))
-		for _, t := range ok {
-			hints = append(hints, fmt.Sprintf("%s (%s)", t, watchHint(t, installNamespace)))
-		}
-		return installMode{}, &reasonError{reason: ReasonUnsupportedInstallMode, msg: fmt.Sprintf(
-			"install mode %s (spec.config.watchNamespaces %s) is not supported by ClusterServiceVersion %q; it supports %s",
-			mode.Type, watchString(watch), csv.Name, strings.Join(hints, ", "))}
-	}
-	return mode, nil
+	return supported, nil
 }
 
-func modeFromWatchNamespaces(installNamespace string, watch []string) (installMode, error) {
+// resolveInstallMode is ChooseInstallMode for a parsed CSV.
+func resolveInstallMode(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, watch []string) (InstallMode, error) {
+	return chooseInstallMode(csv.Name, csv.Spec.InstallModes, installNamespace, watch)
+}
+
+func modeFromWatchNamespaces(installNamespace string, watch []string) (InstallMode, error) {
 	seen := map[string]bool{}
 	var targets []string
 	for _, ns := range watch {
 		if ns == "" {
 			if len(watch) == 1 {
-				return installMode{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces}, nil
+				return InstallMode{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces}, nil
 			}
-			return installMode{}, &reasonError{reason: ReasonInvalidConfiguration, msg: fmt.Sprintf(
-				"spec.config.watchNamespaces %s mixes \"\" (all namespaces) with named namespaces; omit it for AllNamespaces or list only names", watchString(watch))}
+			return InstallMode{}, &reasonError{reason: ReasonInvalidConfiguration, msg: fmt.Sprintf(
+				"spec.config.watchNamespaces %s mixes \"\" (all namespaces) with named namespaces; omit it for the default mode or list only names", watchString(watch))}
 		}
 		if !seen[ns] {
 			seen[ns] = true
@@ -89,28 +160,45 @@ func modeFromWatchNamespaces(installNamespace string, watch []string) (installMo
 		}
 	}
 	switch {
-	case len(targets) == 0:
-		return installMode{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces}, nil
 	case len(targets) == 1 && targets[0] == installNamespace:
-		return installMode{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Targets: targets}, nil
+		return InstallMode{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Targets: targets}, nil
 	case len(targets) == 1:
-		return installMode{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Targets: targets}, nil
+		return InstallMode{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Targets: targets}, nil
 	default:
 		sort.Strings(targets)
-		return installMode{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Targets: targets}, nil
+		return InstallMode{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Targets: targets}, nil
 	}
 }
 
-func watchHint(t operatorsv1alpha1.InstallModeType, installNamespace string) string {
+// watchHint says how to select install mode t. Omitting watchNamespaces selects AllNamespaces when
+// it is supported, and OwnNamespace when only that of the two is.
+func watchHint(t operatorsv1alpha1.InstallModeType, installNamespace string, supported map[operatorsv1alpha1.InstallModeType]bool) string {
 	switch t {
 	case operatorsv1alpha1.InstallModeTypeAllNamespaces:
 		return "omit watchNamespaces"
 	case operatorsv1alpha1.InstallModeTypeOwnNamespace:
+		if !supported[operatorsv1alpha1.InstallModeTypeAllNamespaces] {
+			return fmt.Sprintf("omit watchNamespaces or set it to [%s]", installNamespace)
+		}
 		return fmt.Sprintf("watchNamespaces: [%s]", installNamespace)
 	case operatorsv1alpha1.InstallModeTypeSingleNamespace:
 		return "watchNamespaces: [<one other namespace>]"
 	default:
 		return "watchNamespaces: [<ns1>, <ns2>, ...]"
+	}
+}
+
+// watchValue is the watchNamespaces value, as JSON, that selects install mode t.
+func watchValue(t operatorsv1alpha1.InstallModeType, installNamespace string) string {
+	switch t {
+	case operatorsv1alpha1.InstallModeTypeSingleNamespace:
+		return fmt.Sprintf(`["<a namespace other than %s>"]`, installNamespace)
+	case operatorsv1alpha1.InstallModeTypeMultiNamespace:
+		return `["<ns1>", "<ns2>", ...]`
+	case operatorsv1alpha1.InstallModeTypeOwnNamespace:
+		return fmt.Sprintf("[%q]", installNamespace)
+	default:
+		return "unset"
 	}
 }
 

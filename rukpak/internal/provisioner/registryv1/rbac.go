@@ -27,12 +27,13 @@ type rbacObjects struct {
 //     Deployment's pod template becomes a ServiceAccount in installNamespace ("default" excepted: it
 //     always exists).
 //   - permissions become, per service account, a Role and RoleBinding in installNamespace and in each
-//     watched namespace; for AllNamespaces a ClusterRole and ClusterRoleBinding instead.
+//     watched namespace; for AllNamespaces a ClusterRole and ClusterRoleBinding instead, whose rules
+//     also allow get, list and watch on namespaces (as OLM v0 grants an AllNamespaces operator).
 //   - clusterPermissions become, per service account, a ClusterRole and ClusterRoleBinding.
 //
 // Names are <prefix>-<serviceAccount> (permissions) and <prefix>-<serviceAccount>-cluster
 // (clusterPermissions); prefix is the BundleDeployment's name, so names survive upgrades.
-func buildRBAC(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*appsv1.Deployment, prefix, installNamespace string, mode installMode) *rbacObjects {
+func buildRBAC(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*appsv1.Deployment, prefix, installNamespace string, mode InstallMode) *rbacObjects {
 	out := &rbacObjects{}
 	strategy := csv.Spec.InstallStrategy.StrategySpec
 
@@ -58,7 +59,8 @@ func buildRBAC(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*apps
 		name := objectName(prefix, sa)
 		subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: installNamespace}}
 		if mode.Type == operatorsv1alpha1.InstallModeTypeAllNamespaces {
-			out.clusterRoles = append(out.clusterRoles, clusterRole(name, perms[sa]))
+			rules := append(append([]rbacv1.PolicyRule(nil), perms[sa]...), namespacesReadRule())
+			out.clusterRoles = append(out.clusterRoles, clusterRole(name, rules))
 			out.clusterRoleBindings = append(out.clusterRoleBindings, clusterRoleBinding(name, subject))
 			continue
 		}
@@ -84,6 +86,12 @@ func buildRBAC(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*apps
 		out.clusterRoleBindings = append(out.clusterRoleBindings, clusterRoleBinding(name, subject))
 	}
 	return out
+}
+
+// namespacesReadRule is the rule OLM v0 adds to the ClusterRole of an AllNamespaces operator's
+// permissions: an operator that watches every namespace may list them.
+func namespacesReadRule() rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{corev1.GroupName}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}
 }
 
 // groupRules merges the rules of entries naming the same service account.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -60,6 +61,23 @@ func checkCommon(t *testing.T, r *rendered, targets string, watched []string) {
 			if got := str(u, "spec", "template", "metadata", "annotations", TargetNamespacesAnnotation); got != targets {
 				t.Errorf("Deployment %s pod template %s=%q, want %q", u.GetName(), TargetNamespacesAnnotation, got, targets)
 			}
+			if got := str(u, "spec", "template", "metadata", "annotations", OperatorNamespaceAnnotation); got != realNS {
+				t.Errorf("Deployment %s pod template %s=%q, want %q", u.GetName(), OperatorNamespaceAnnotation, got, realNS)
+			}
+			if got, _, _ := unstructured.NestedInt64(u.Object, "spec", "revisionHistoryLimit"); got != 1 {
+				t.Errorf("Deployment %s revisionHistoryLimit %d, want 1", u.GetName(), got)
+			}
+		}
+		if kind == "Service" {
+			if errs := validation.IsDNS1035Label(u.GetName()); len(errs) > 0 {
+				t.Errorf("Service %s: invalid name: %v", u.GetName(), errs)
+			}
+		}
+		if kind == "ClusterRoleBinding" && len(watched) == 0 && r.has("ClusterRole /"+u.GetName()) && strings.HasPrefix(u.GetName(), "bd-") && !strings.HasSuffix(u.GetName(), "-cluster") {
+			// The ClusterRole made from permissions in AllNamespaces mode lets the operator read namespaces.
+			if !grantsNamespacesRead(r.get("ClusterRole /" + u.GetName())) {
+				t.Errorf("ClusterRole %s (from permissions, AllNamespaces) does not grant get/list/watch on namespaces", u.GetName())
+			}
 		}
 		if kind == "RoleBinding" || kind == "ClusterRoleBinding" {
 			subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
@@ -71,6 +89,17 @@ func checkCommon(t *testing.T, r *rendered, targets string, watched []string) {
 			}
 		}
 	}
+}
+
+// grantsNamespacesRead reports whether a (Cluster)Role has the rule OLM v0 adds for AllNamespaces.
+func grantsNamespacesRead(u *unstructured.Unstructured) bool {
+	rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+	for _, r := range rules {
+		if reflect.DeepEqual(r, map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"get", "list", "watch"}}) {
+			return true
+		}
+	}
+	return false
 }
 
 // webhookTargets returns, for each webhook configuration, "Kind/name → service:port path".
@@ -266,10 +295,13 @@ func TestGitlabOwnNamespaceOnly(t *testing.T) {
 		t.Errorf("webhooks %v", got)
 	}
 
-	_, err := render(t, dir, realNS, nil, selfSigned)
-	wantInvalid(t, err, "UnsupportedInstallMode", "install mode AllNamespaces", "gitlab-operator-kubernetes.v3.3.0", "it supports OwnNamespace (watchNamespaces: [operators])")
-	_, err = render(t, dir, realNS, watch("elsewhere"), selfSigned)
-	wantInvalid(t, err, "UnsupportedInstallMode", "install mode SingleNamespace")
+	// OwnNamespace is the default of an OwnNamespace-only bundle: omitting watchNamespaces renders
+	// exactly what watchNamespaces: [operators] does.
+	if byDefault := mustRender(t, dir, realNS, nil, selfSigned); !reflect.DeepEqual(byDefault.objs, r.objs) {
+		t.Errorf("gitlab without watchNamespaces differs from OwnNamespace: %s", byDefault.kindCounts())
+	}
+	_, err := render(t, dir, realNS, watch("elsewhere"), selfSigned)
+	wantInvalid(t, err, "UnsupportedInstallMode", "install mode SingleNamespace", "gitlab-operator-kubernetes.v3.3.0", "it supports OwnNamespace (omit watchNamespaces or set it to [operators])")
 }
 
 func TestRabbitMQTopologyOperator(t *testing.T) {

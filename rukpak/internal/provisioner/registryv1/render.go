@@ -42,7 +42,10 @@ type Renderer struct {
 	certs certs.Provider
 }
 
-var _ provisioner.Renderer = (*Renderer)(nil)
+var (
+	_ provisioner.Renderer  = (*Renderer)(nil)
+	_ provisioner.Describer = (*Renderer)(nil)
+)
 
 // Option configures a Renderer.
 type Option func(*Renderer)
@@ -63,29 +66,37 @@ func New(opts ...Option) *Renderer {
 // Render converts the bundle. The objects come in apply order: CRDs, ServiceAccounts, RBAC, the
 // bundle's other manifests, webhook Services and certificates, Deployments, webhook configurations.
 // Every object is *unstructured.Unstructured with apiVersion and kind set.
-func (r *Renderer) Render(_ context.Context, req provisioner.Request) ([]client.Object, error) {
-	objs, err := r.render(req)
+func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]client.Object, error) {
+	res, err := r.RenderDescribed(ctx, req)
+	return res.Objects, err
+}
+
+// RenderDescribed is Render, with the install mode it used as the Result's Description (see
+// InstallMode.String), e.g. "install mode OwnNamespace (default, watching operators)".
+func (r *Renderer) RenderDescribed(_ context.Context, req provisioner.Request) (provisioner.Result, error) {
+	objs, mode, err := r.render(req)
 	if err != nil {
 		var re *reasonError
 		if errors.As(err, &re) {
-			return nil, &provisioner.InvalidBundleError{Reason: re.reason, Message: "registry+v1 bundle: " + re.msg}
+			return provisioner.Result{}, &provisioner.InvalidBundleError{Reason: re.reason, Message: "registry+v1 bundle: " + re.msg}
 		}
 		var ib *provisioner.InvalidBundleError
 		if errors.As(err, &ib) {
-			return nil, err
+			return provisioner.Result{}, err
 		}
-		return nil, &provisioner.InvalidBundleError{Reason: ReasonInvalidBundle, Message: "registry+v1 bundle: " + err.Error()}
+		return provisioner.Result{}, &provisioner.InvalidBundleError{Reason: ReasonInvalidBundle, Message: "registry+v1 bundle: " + err.Error()}
 	}
-	return objs, nil
+	return provisioner.Result{Objects: objs, Description: mode.String()}, nil
 }
 
-func (r *Renderer) render(req provisioner.Request) ([]client.Object, error) {
+func (r *Renderer) render(req provisioner.Request) ([]client.Object, InstallMode, error) {
+	var mode InstallMode
 	if req.InstallNamespace == "" {
-		return nil, errors.New("installNamespace is empty")
+		return nil, mode, errors.New("installNamespace is empty")
 	}
 	b, err := loadBundle(req.Content)
 	if err != nil {
-		return nil, err
+		return nil, mode, err
 	}
 	var watch []string
 	var overrides *deploymentOverrides
@@ -93,10 +104,15 @@ func (r *Renderer) render(req provisioner.Request) ([]client.Object, error) {
 		watch = req.Config.WatchNamespaces
 		overrides = overridesFromAPI(req.Config.DeploymentConfig)
 	}
-	mode, err := resolveInstallMode(b.csv, req.InstallNamespace, watch)
+	mode, err = resolveInstallMode(b.csv, req.InstallNamespace, watch)
 	if err != nil {
-		return nil, err
+		return nil, mode, err
 	}
+	objs, err := r.build(b, req, mode, overrides)
+	return objs, mode, err
+}
+
+func (r *Renderer) build(b *bundle, req provisioner.Request, mode InstallMode, overrides *deploymentOverrides) ([]client.Object, error) {
 	deployments, err := buildDeployments(b.csv, req.InstallNamespace, mode, overrides)
 	if err != nil {
 		return nil, err

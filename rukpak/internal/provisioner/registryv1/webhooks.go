@@ -1,8 +1,11 @@
 package registryv1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
@@ -42,9 +46,23 @@ type webhookObjects struct {
 	crdAnnotations map[string]map[string]string
 }
 
-// WebhookServiceName is the name of the Service rendered for the webhooks of a Deployment.
+// WebhookServiceName is the name of the Service rendered for the webhooks of a Deployment:
+// "<deployment>-service", made a valid Service name (a DNS-1035 label) deterministically. Dots,
+// which Deployment names may hold, become dashes (as upstream OLM v1 does); a name not starting with
+// a letter gets the prefix "svc-"; a name longer than 63 characters is cut and suffixed with a hash
+// of the Deployment's name, so that it stays unique.
 func WebhookServiceName(deployment string) string {
-	return objectName(deployment, webhookServiceSuffix)
+	name := strings.ReplaceAll(deployment, ".", "-") + "-" + webhookServiceSuffix
+	if name[0] < 'a' || name[0] > 'z' {
+		name = "svc-" + name
+	}
+	if len(name) <= validation.DNS1035LabelMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(deployment))
+	h := hex.EncodeToString(sum[:])[:10]
+	suffix := "-" + h + "-" + webhookServiceSuffix
+	return strings.TrimRight(name[:validation.DNS1035LabelMaxLength-len(suffix)], "-") + suffix
 }
 
 // buildWebhooks renders a Service per webhook Deployment (one port per container port), one
@@ -52,7 +70,7 @@ func WebhookServiceName(deployment string) string {
 // and sets the conversion of CRDs served by a conversion webhook. The certificate provider supplies
 // the serving Secret and the CA; the Secret is mounted into the Deployment's containers.
 func buildWebhooks(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*appsv1.Deployment, crds []manifest.Object,
-	installNamespace string, mode installMode, provider certs.Provider) (*webhookObjects, error) {
+	installNamespace string, mode InstallMode, provider certs.Provider) (*webhookObjects, error) {
 	defs := csv.Spec.WebhookDefinitions
 	out := &webhookObjects{crdAnnotations: map[string]map[string]string{}}
 	if len(defs) == 0 {
@@ -125,9 +143,15 @@ func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVers
 	ports map[string]map[int32]intstr.IntOrString, installNamespace string, provider certs.Provider) (map[string]certs.Injection, error) {
 	order := sortedKeys(ports)
 	injections := map[string]certs.Injection{}
+	svcOf := map[string]string{} // Service name → Deployment
 	for _, dname := range order {
 		d := byName[dname]
 		svcRef := certs.Service{Name: WebhookServiceName(dname), Namespace: installNamespace}
+		if other, ok := svcOf[svcRef.Name]; ok {
+			return nil, invalidf("ClusterServiceVersion %q: the webhook Deployments %q and %q would both be served by Service %q (dots become dashes in Service names); rename one of them",
+				csv.Name, other, dname, svcRef.Name)
+		}
+		svcOf[svcRef.Name] = dname
 		svc, err := webhookService(svcRef, d, ports[dname])
 		if err != nil {
 			return nil, invalidf("ClusterServiceVersion %q: webhook Service for deployment %q: %v", csv.Name, dname, err)
@@ -151,7 +175,7 @@ func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVers
 
 // addConfigs renders the webhook configurations and sets the conversion of CRDs.
 func (out *webhookObjects) addConfigs(csv *operatorsv1alpha1.ClusterServiceVersion, crdByName map[string]*unstructured.Unstructured,
-	injections map[string]certs.Injection, installNamespace string, mode installMode) error {
+	injections map[string]certs.Injection, installNamespace string, mode InstallMode) error {
 	defs := csv.Spec.WebhookDefinitions
 	var nsSelector *metav1.LabelSelector
 	if mode.Type != operatorsv1alpha1.InstallModeTypeAllNamespaces {
@@ -197,8 +221,12 @@ func (out *webhookObjects) addConfigs(csv *operatorsv1alpha1.ClusterServiceVersi
 			out.mutating = append(out.mutating, c)
 		case operatorsv1alpha1.ConversionWebhook:
 			if mode.Type != operatorsv1alpha1.InstallModeTypeAllNamespaces {
+				if !supportsAllNamespaces(csv) {
+					return invalidf("ClusterServiceVersion %q has a conversion webhook (%s), which serves every namespace, but does not support the AllNamespaces install mode, the only one such a bundle can be installed in; the bundle must be fixed by its author",
+						csv.Name, w.GenerateName)
+				}
 				return &reasonError{reason: ReasonUnsupportedInstallMode, msg: fmt.Sprintf(
-					"ClusterServiceVersion %q has a conversion webhook (%s), which serves every namespace: it can only be installed in AllNamespaces mode (omit spec.config.watchNamespaces)",
+					"ClusterServiceVersion %q has a conversion webhook (%s), which serves every namespace: it can only be installed in AllNamespaces mode (omit spec.config.watchNamespaces; Operator: spec.watchNamespaces)",
 					csv.Name, w.GenerateName)}
 			}
 			if len(w.ConversionCRDs) == 0 {
@@ -318,6 +346,15 @@ func mountServingCert(d *appsv1.Deployment, secret string) {
 			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "apiserver.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "apiserver.key"}},
 		}}},
 	)
+}
+
+func supportsAllNamespaces(csv *operatorsv1alpha1.ClusterServiceVersion) bool {
+	for _, m := range csv.Spec.InstallModes {
+		if m.Type == operatorsv1alpha1.InstallModeTypeAllNamespaces && m.Supported {
+			return true
+		}
+	}
+	return false
 }
 
 func invalidf(format string, args ...any) error {

@@ -263,7 +263,7 @@ func TestOwnershipChangesBeforeDelete(t *testing.T) {
 	if !raced.Load() {
 		t.Fatal("the race was not injected")
 	}
-	if len(leftAlone) != 1 || leftAlone[0].Name != "b" {
+	if len(leftAlone) != 1 || leftAlone[0] != "ConfigMap "+name+"/b" {
 		t.Errorf("left alone: %v, want ConfigMap b", leftAlone)
 	}
 	if _, err := getCM(t, name, "a"); !apierrors.IsNotFound(err) {
