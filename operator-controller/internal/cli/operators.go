@@ -36,8 +36,10 @@ func newInstallCommand(o *options) *cobra.Command {
 		Short: "Install an operator: create an Operator and optionally wait until it is Installed and Healthy (users)",
 		Long: `Create an Operator for PACKAGE (named PACKAGE unless --name is given). operator-controller resolves
 it against the served catalogs and installs the bundle. With --wait, each change of its Resolved,
-Installed and Healthy conditions is printed until it is Installed and Healthy; on timeout the failing
-condition is printed and the exit code is 1.`,
+Installed and Healthy conditions is printed until it is Installed and Healthy. It stops at once with
+exit code 1 when Installed is False with the BundleDeployment's failure reason (e.g. ObjectConflict:
+an object of the bundle exists and OLM may not take it), printing the reason and message; on timeout
+the failing condition is printed and the exit code is 1.`,
 		Example: `  kubectl olmv1 install cert-manager --wait
   kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
   kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod`,
@@ -105,6 +107,9 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 			fmt.Fprintln(o.ErrOut, line)
 			last = line
 		}
+		if err := installFailure(op); err != nil {
+			return false, "", err
+		}
 		g := op.Generation
 		done := conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) == "True" &&
 			conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) == "True" &&
@@ -116,6 +121,23 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 	}
 	fmt.Fprintf(o.ErrOut, "operator %s: installed %s %s in namespace %s\n", name, op.Status.InstalledBundle.Name, op.Status.InstalledBundle.Version, op.Status.InstallNamespace)
 	return op, nil
+}
+
+// installFailure is an error when the Operator's Installed condition is False for its current
+// generation with a reason that needs a person: the BundleDeployment's own reason (ObjectConflict,
+// InstallFailed, UpgradeFailed, UnpackFailed, InvalidBundle, ...). InstallationPending is waiting, and
+// InstallationFailed is an error of operator-controller's own writes, which it retries: neither stops
+// the wait.
+func installFailure(op *operatorsv1alpha1.Operator) error {
+	c := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeInstalled)
+	if c == nil || c.ObservedGeneration != op.Generation || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	switch c.Reason {
+	case operatorsv1alpha1.ReasonInstallationPending, operatorsv1alpha1.ReasonInstallationFailed:
+		return nil
+	}
+	return fmt.Errorf("not installed: Installed=False reason %s: %s (see kubectl get operator %s -o yaml)", c.Reason, c.Message, op.Name)
 }
 
 // conditionsLine is the one-line progress view of an Operator.
@@ -343,7 +365,8 @@ func newUninstallCommand(o *options) *cobra.Command {
 		Short: "Delete an Operator and everything it installed (users)",
 		Long: `Delete the Operator NAME. Its BundleDeployment, and through it every object the bundle installed, is
 removed, and so is the install namespace if operator-controller created it for this Operator. With
---wait, waits until the Operator, its BundleDeployment and that namespace are gone.`,
+spec.deletionPolicy Orphan, the BundleDeployment is removed but every installed object and the
+namespace stay. With --wait, waits until the Operator, its BundleDeployment and that namespace are gone.`,
 		Example: `  kubectl olmv1 uninstall my-operator --wait`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

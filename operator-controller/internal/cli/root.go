@@ -1,7 +1,7 @@
 // Package cli implements kubectl-olmv1, the kubectl plugin for OLM v1 users and operator authors.
 //
 // Author commands work on local directories and registries (no cluster, no container engine):
-// bundle validate|push, catalog init|add-bundle|render|validate|push. User commands talk to the
+// bundle validate|push|render, catalog init|add-bundle|render|validate|push. User commands talk to the
 // cluster of the current kubeconfig: catalog add|list, search, install, status, approve, uninstall.
 //
 // Validation runs the controllers' own code: catalogd/pkg/fbcvalidate (catalogd's catalog
@@ -92,7 +92,7 @@ container engine (registry credentials come from the docker config file).`,
 	}
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
-	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o))
+	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o))
 
 	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add and list Catalogs on the cluster (users)"}
 	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),

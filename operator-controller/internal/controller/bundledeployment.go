@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -119,8 +118,28 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, 
 			},
 			InstallNamespace: ns,
 			Config:           cfg,
+			CollisionPolicy:  collisionPolicy(op),
+			DeletionPolicy:   deletionPolicy(op),
 		},
 	}, nil
+}
+
+// collisionPolicy is op's spec.collisionPolicy, Prevent when empty (an Operator created before the
+// field existed): the BundleDeployment always states it, so that it shows what rukpak does and
+// comparing specs does not see a difference between empty and the default.
+func collisionPolicy(op *operatorsv1alpha1.Operator) rukpakv1alpha1.CollisionPolicy {
+	if op.Spec.CollisionPolicy == "" {
+		return rukpakv1alpha1.CollisionPolicyPrevent
+	}
+	return op.Spec.CollisionPolicy
+}
+
+// deletionPolicy is op's spec.deletionPolicy, Delete when empty.
+func deletionPolicy(op *operatorsv1alpha1.Operator) rukpakv1alpha1.DeletionPolicy {
+	if op.Spec.DeletionPolicy == "" {
+		return rukpakv1alpha1.DeletionPolicyDelete
+	}
+	return op.Spec.DeletionPolicy
 }
 
 // mergeBundleDeployment copies what operator-controller owns of want into have and reports whether
@@ -150,13 +169,6 @@ func mergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
 		changed = true
 	}
 	return changed
-}
-
-// desiredNamespace is the Namespace created for op when its install namespace does not exist.
-func desiredNamespace(op *operatorsv1alpha1.Operator, name string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: ownerLabels(op), OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
-	}}
 }
 
 // bundleFromDeployment is the bundle a BundleDeployment installs, read from its annotations.

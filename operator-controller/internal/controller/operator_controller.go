@@ -10,10 +10,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -57,7 +56,7 @@ type OperatorReconciler struct {
 	lastOut  map[string]resolve.Outcome
 }
 
-// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=core.rukpak.io,resources=bundledeployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=catalogd.operatorframework.io,resources=catalogs,verbs=get;list;watch
@@ -76,9 +75,10 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !op.DeletionTimestamp.IsZero() {
-		// The BundleDeployment and the Namespace created for the Operator are owned by it: the garbage
-		// collector removes them.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, op)
+	}
+	if err := r.ensureFinalizer(ctx, op); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := op.DeepCopy()
 
@@ -111,6 +111,14 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			if !errors.As(err, &term) {
 				stepErr = err
 			}
+		} else {
+			obs.bd = newBD
+		}
+	} else if bd != nil {
+		// Nothing resolved: the installed bundle stays, but the ownership policies still reach its
+		// BundleDeployment (orphaning an Operator whose catalog is gone must work).
+		if newBD, err := r.ensurePolicies(ctx, op, bd); err != nil {
+			obs.applyErr, stepErr = err, err
 		} else {
 			obs.bd = newBD
 		}
@@ -209,53 +217,6 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	return o, nil
 }
 
-// ensureNamespaceUnlessInstalled is ensureNamespace, skipped when op's BundleDeployment is installed
-// in ns: the namespace existed then, and this Operator was made one of its owners before the
-// BundleDeployment was created. That keeps the reconciles that change nothing (a catalog update
-// re-reconciles every Operator) free of API requests. If the namespace is deleted anyway, rukpak
-// reports the BundleDeployment not Installed, which brings the check back.
-func (r *OperatorReconciler) ensureNamespaceUnlessInstalled(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, ns string) error {
-	if bd != nil && bd.Spec.InstallNamespace == ns && apimeta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
-		return nil
-	}
-	return r.ensureNamespace(ctx, op, ns)
-}
-
-// ensureNamespace creates the install namespace when it is missing, owned by and labelled for op, so
-// that it is removed with op. A namespace an earlier Operator created is shared: op becomes one more
-// owner. A namespace that existed before is left alone.
-func (r *OperatorReconciler) ensureNamespace(ctx context.Context, op *operatorsv1alpha1.Operator, name string) error {
-	ns := &corev1.Namespace{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, ns)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := r.Client.Create(ctx, desiredNamespace(op, name)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating install namespace %q: %w", name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("getting install namespace %q: %w", name, err)
-	}
-	if ns.Labels[LabelOwnerKind] != "Operator" {
-		return nil
-	}
-	for _, ref := range ns.OwnerReferences {
-		if ref.UID == op.UID {
-			return nil
-		}
-	}
-	if !ns.DeletionTimestamp.IsZero() {
-		return fmt.Errorf("install namespace %q is being deleted (its Operator was removed): retrying once it is gone", name)
-	}
-	ref := ownerRef(op)
-	ref.Controller = nil
-	ns.OwnerReferences = append(ns.OwnerReferences, ref)
-	if err := r.Client.Update(ctx, ns); err != nil {
-		return fmt.Errorf("adding Operator %q as an owner of namespace %q: %w", op.Name, name, err)
-	}
-	return nil
-}
-
 // ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b.
 func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
 	want, err := desiredBundleDeployment(op, b, ns)
@@ -285,6 +246,70 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 		return have, err
 	}
 	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
+	return updated, nil
+}
+
+// Finalizer holds a deleted Operator until its deletionPolicy and collisionPolicy have reached its
+// BundleDeployment (and, for Orphan, its install namespace was released). Without it, deleting an
+// Operator right after setting deletionPolicy: Orphan could let the garbage collector delete the
+// BundleDeployment, and everything it installed, under the old policy.
+const Finalizer = "operators.operatorframework.io/pass-deletion-policy"
+
+func (r *OperatorReconciler) ensureFinalizer(ctx context.Context, op *operatorsv1alpha1.Operator) error {
+	if controllerutil.ContainsFinalizer(op, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(op.DeepCopy())
+	controllerutil.AddFinalizer(op, Finalizer)
+	if err := r.Client.Patch(ctx, op, patch); err != nil {
+		return fmt.Errorf("adding finalizer %s to Operator %q: %w", Finalizer, op.Name, err)
+	}
+	return nil
+}
+
+// finalize passes the deleted Operator's policies to its BundleDeployment, then lets it go: the
+// garbage collector then removes the BundleDeployment (and rukpak deletes or orphans what it
+// installed) and the namespace created for the Operator, unless it was released for Orphan.
+func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1.Operator) error {
+	if !controllerutil.ContainsFinalizer(op, Finalizer) {
+		return nil
+	}
+	bd, err := r.currentBundleDeployment(ctx, op)
+	if err != nil {
+		return err
+	}
+	if bd != nil && bd.DeletionTimestamp.IsZero() {
+		if _, err := r.ensurePolicies(ctx, op, bd); err != nil {
+			return err
+		}
+	}
+	patch := client.MergeFrom(op.DeepCopy())
+	controllerutil.RemoveFinalizer(op, Finalizer)
+	if err := r.Client.Patch(ctx, op, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if r.Metrics != nil {
+		r.Metrics.Forget(op.Name)
+	}
+	return nil
+}
+
+// ensurePolicies passes op's collisionPolicy and deletionPolicy to its existing BundleDeployment
+// without changing what it installs; the install namespace is released first for Orphan.
+func (r *OperatorReconciler) ensurePolicies(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
+	if bd.Spec.CollisionPolicy == collisionPolicy(op) && bd.Spec.DeletionPolicy == deletionPolicy(op) {
+		return bd, nil
+	}
+	if err := r.ensureNamespace(ctx, op, bd.Spec.InstallNamespace); err != nil {
+		return bd, err
+	}
+	updated := bd.DeepCopy()
+	updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy = collisionPolicy(op), deletionPolicy(op)
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return bd, fmt.Errorf("passing collisionPolicy %s and deletionPolicy %s to BundleDeployment %q: %w",
+			updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy, bd.Name, err)
+	}
+	log.FromContext(ctx).Info("updated the BundleDeployment's policies", "collisionPolicy", updated.Spec.CollisionPolicy, "deletionPolicy", updated.Spec.DeletionPolicy)
 	return updated, nil
 }
 

@@ -59,3 +59,54 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 		t.Errorf("registry+v1 uses watchNamespaces and deploymentConfig: %v", unused)
 	}
 }
+
+// The Operator's collisionPolicy and deletionPolicy reach the BundleDeployment, always written out
+// (an Operator without them, e.g. created before they existed, gets the defaults), so that a
+// BundleDeployment written before is not rewritten on every reconcile.
+func TestDesiredBundleDeploymentPassesOwnershipPolicies(t *testing.T) {
+	b := &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1"}
+	for _, tc := range []struct {
+		collision rukpakv1alpha1.CollisionPolicy
+		deletion  rukpakv1alpha1.DeletionPolicy
+		wantC     rukpakv1alpha1.CollisionPolicy
+		wantD     rukpakv1alpha1.DeletionPolicy
+	}{
+		{"", "", rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyDelete},
+		{rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyDelete, rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyDelete},
+		{rukpakv1alpha1.CollisionPolicyIfNoController, rukpakv1alpha1.DeletionPolicyOrphan, rukpakv1alpha1.CollisionPolicyIfNoController, rukpakv1alpha1.DeletionPolicyOrphan},
+		{rukpakv1alpha1.CollisionPolicyNone, "", rukpakv1alpha1.CollisionPolicyNone, rukpakv1alpha1.DeletionPolicyDelete},
+	} {
+		op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
+			Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", CollisionPolicy: tc.collision, DeletionPolicy: tc.deletion}}
+		bd, err := desiredBundleDeployment(op, b, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bd.Spec.CollisionPolicy != tc.wantC || bd.Spec.DeletionPolicy != tc.wantD {
+			t.Errorf("Operator %q/%q: BundleDeployment has collisionPolicy %q, deletionPolicy %q; want %q/%q",
+				tc.collision, tc.deletion, bd.Spec.CollisionPolicy, bd.Spec.DeletionPolicy, tc.wantC, tc.wantD)
+		}
+		if have := bd.DeepCopy(); mergeBundleDeployment(have, bd) {
+			t.Errorf("Operator %q/%q: merging the same BundleDeployment reported a change", tc.collision, tc.deletion)
+		}
+	}
+
+	// An Operator without the fields and one with the defaults written by the API server want the
+	// same BundleDeployment: no update when the CRD defaults appear.
+	empty := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"}, Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg"}}
+	defaulted := empty.DeepCopy()
+	defaulted.Spec.CollisionPolicy, defaulted.Spec.DeletionPolicy = rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyDelete
+	have, _ := desiredBundleDeployment(empty, b, "ns")
+	want, _ := desiredBundleDeployment(defaulted, b, "ns")
+	if mergeBundleDeployment(have, want) {
+		t.Error("an empty policy and its default produced different BundleDeployments")
+	}
+
+	// Changing a policy updates the BundleDeployment.
+	orphan := defaulted.DeepCopy()
+	orphan.Spec.DeletionPolicy = rukpakv1alpha1.DeletionPolicyOrphan
+	want, _ = desiredBundleDeployment(orphan, b, "ns")
+	if !mergeBundleDeployment(have, want) || have.Spec.DeletionPolicy != rukpakv1alpha1.DeletionPolicyOrphan {
+		t.Errorf("deletionPolicy Orphan was not merged: %+v", have.Spec)
+	}
+}

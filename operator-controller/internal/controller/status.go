@@ -82,6 +82,11 @@ func bdCondition(bd *rukpakv1alpha1.BundleDeployment, t string) *metav1.Conditio
 	return c
 }
 
+// setInstalled reports the BundleDeployment's installation. Whenever the BundleDeployment fails for
+// its current generation, Installed=False carries the BundleDeployment's own reason and message:
+// Installed=False from rukpak (ObjectConflict, InstallFailed, UpgradeFailed, ...) first, then
+// Unpacked=False (UnpackFailed, InvalidBundle, UnsupportedInstallMode, ...). InstallationPending is
+// kept for states that are only waiting.
 func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc) {
 	bd := obs.bd
 	switch {
@@ -93,23 +98,39 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc)
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending, "no bundle is installed yet (see the Resolved condition)")
 		return
 	}
-	c := bdCondition(bd, rukpakv1alpha1.TypeInstalled)
+	installed, unpacked := bdCondition(bd, rukpakv1alpha1.TypeInstalled), bdCondition(bd, rukpakv1alpha1.TypeUnpacked)
 	switch {
-	case c == nil:
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown,
-			fmt.Sprintf("waiting for BundleDeployment %q to report on bundle %s", bd.Name, bd.Annotations[AnnotationBundleName]))
-	case c.Status == metav1.ConditionTrue:
+	case installed != nil && installed.Status == metav1.ConditionTrue:
 		op.Status.InstalledBundle = bundleFromDeployment(bd)
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded,
 			fmt.Sprintf("bundle %s (version %s) is installed in namespace %q by BundleDeployment %q",
 				bd.Annotations[AnnotationBundleName], bd.Annotations[AnnotationBundleVersion], bd.Spec.InstallNamespace, bd.Name))
-	case c.Reason == rukpakv1alpha1.ReasonInstallPending:
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
-			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, c.Message))
+	case failed(installed, rukpakv1alpha1.ReasonInstallPending):
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, installed.Reason, bdFailure(op, bd, installed))
+	case failed(unpacked, rukpakv1alpha1.ReasonUnpackPending):
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, unpacked.Reason, bdFailure(op, bd, unpacked))
+	case installed == nil:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown,
+			fmt.Sprintf("waiting for BundleDeployment %q to report on bundle %s", bd.Name, bd.Annotations[AnnotationBundleName]))
 	default:
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationFailed,
-			fmt.Sprintf("BundleDeployment %q (%s): %s", bd.Name, c.Reason, c.Message))
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
+			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, installed.Message))
 	}
+}
+
+// failed reports whether c is False with a reason other than pending (c may be nil).
+func failed(c *metav1.Condition, pending string) bool {
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason != pending && c.Reason != ""
+}
+
+// bdFailure is the Installed message for a failing BundleDeployment condition c: its message, and
+// which bundle stays installed when an upgrade failed.
+func bdFailure(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, c *metav1.Condition) string {
+	msg := fmt.Sprintf("BundleDeployment %q: %s", bd.Name, c.Message)
+	if ib := op.Status.InstalledBundle; ib != nil && ib.Name != bd.Annotations[AnnotationBundleName] {
+		msg += fmt.Sprintf(" (bundle %s, version %s, stays installed)", ib.Name, ib.Version)
+	}
+	return msg
 }
 
 func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, set setFunc) {

@@ -128,7 +128,7 @@ func TestSetStatus(t *testing.T) {
 
 	// Failing installation and failing resolution.
 	setStatus(op, observations{outcome: &resolve.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: bd(2, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallFailed)})
-	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Reason != operatorsv1alpha1.ReasonInstallationFailed || !strings.Contains(c.Message, "m") {
+	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionFalse || c.Reason != rukpakv1alpha1.ReasonInstallFailed || c.Message != `BundleDeployment "op": m` {
 		t.Errorf("Installed %+v", c)
 	}
 	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "p.v1 stays installed") {
@@ -160,5 +160,86 @@ func TestSetStatus(t *testing.T) {
 	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}})
 	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionFalse || c.Reason != operatorsv1alpha1.ReasonUpToDate {
 		t.Errorf("UpgradeAvailable %+v", c)
+	}
+}
+
+// The Operator's Installed condition carries the BundleDeployment's own reason and message whenever
+// it fails for its current generation; only waiting states are InstallationPending.
+func TestSetInstalledMirrorsBundleDeployment(t *testing.T) {
+	c := func(typ string, status metav1.ConditionStatus, reason, msg string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen}
+	}
+	const (
+		inst = rukpakv1alpha1.TypeInstalled
+		unp  = rukpakv1alpha1.TypeUnpacked
+		f    = metav1.ConditionFalse
+		tr   = metav1.ConditionTrue
+		unk  = metav1.ConditionUnknown
+	)
+	conflict := `Deployment "ns/example-operator" exists and is not managed by OLM: set collisionPolicy IfNoController to adopt it`
+	for _, tc := range []struct {
+		name       string
+		conditions []metav1.Condition
+		installed  *operatorsv1alpha1.BundleMetadata // the Operator's installedBundle before
+		want       metav1.ConditionStatus
+		reason     string
+		msg        string
+	}{
+		{"object conflict", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
+			c(inst, f, rukpakv1alpha1.ReasonObjectConflict, conflict, 2)},
+			nil, f, rukpakv1alpha1.ReasonObjectConflict, `BundleDeployment "op": ` + conflict},
+		{"install failed", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
+			c(inst, f, rukpakv1alpha1.ReasonInstallFailed, "boom", 2)},
+			nil, f, rukpakv1alpha1.ReasonInstallFailed, `BundleDeployment "op": boom`},
+		{"upgrade failed: the previous bundle stays", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
+			c(inst, f, rukpakv1alpha1.ReasonUpgradeFailed, "no", 2)},
+			&operatorsv1alpha1.BundleMetadata{Name: "p.v0", Version: "0.9.0"}, f, rukpakv1alpha1.ReasonUpgradeFailed,
+			`BundleDeployment "op": no (bundle p.v0, version 0.9.0, stays installed)`},
+		{"a reason rukpak adds later is passed through", []metav1.Condition{c(inst, f, "UpgradeBlocked", "paused", 2)},
+			nil, f, "UpgradeBlocked", `BundleDeployment "op": paused`},
+		{"unpack failed", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonUnpackFailed, `image "r/p:1" not found`, 2),
+			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered", 2)},
+			nil, f, rukpakv1alpha1.ReasonUnpackFailed, `BundleDeployment "op": image "r/p:1" not found`},
+		{"invalid bundle while an older generation is installed", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonInvalidBundle, "no CSV", 2),
+			c(inst, tr, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 1 is installed", 1)},
+			&operatorsv1alpha1.BundleMetadata{Name: "p.v0", Version: "0.9.0"}, f, rukpakv1alpha1.ReasonInvalidBundle,
+			`BundleDeployment "op": no CSV (bundle p.v0, version 0.9.0, stays installed)`},
+		{"unsupported install mode", []metav1.Condition{c(unp, f, "UnsupportedInstallMode", "MultiNamespace is not supported", 2),
+			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "pending", 2)},
+			nil, f, "UnsupportedInstallMode", `BundleDeployment "op": MultiNamespace is not supported`},
+		{"unpacking", []metav1.Condition{c(unp, unk, rukpakv1alpha1.ReasonUnpackPending, "waiting", 2),
+			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered", 2)},
+			nil, f, operatorsv1alpha1.ReasonInstallationPending, `BundleDeployment "op": nothing is installed until the bundle is unpacked and rendered`},
+		{"failures of an older generation are not reported", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonUnpackFailed, "old", 1),
+			c(inst, f, rukpakv1alpha1.ReasonObjectConflict, "old", 1)},
+			nil, unk, operatorsv1alpha1.ReasonInstallationStatusUnknown, `waiting for BundleDeployment "op" to report on bundle p.v1`},
+		{"installed", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
+			c(inst, tr, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 2 is installed", 2)},
+			nil, tr, operatorsv1alpha1.ReasonInstallationSucceeded, `bundle p.v1 (version 1.0.0) is installed in namespace "ns" by BundleDeployment "op"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bd := &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 2, Annotations: map[string]string{
+				AnnotationBundleName: "p.v1", AnnotationBundleVersion: "1.0.0"}}}
+			bd.Spec.InstallNamespace = "ns"
+			bd.Status.Conditions = tc.conditions
+			op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 5}}
+			op.Status.InstalledBundle = tc.installed
+			setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Version: "1.0.0"}}, bd: bd})
+			got := cond(op, operatorsv1alpha1.TypeInstalled)
+			if got.Status != tc.want || got.Reason != tc.reason || got.Message != tc.msg || got.ObservedGeneration != 5 {
+				t.Errorf("Installed = %s %s %q (generation %d); want %s %s %q (generation 5)",
+					got.Status, got.Reason, got.Message, got.ObservedGeneration, tc.want, tc.reason, tc.msg)
+			}
+			if tc.installed != nil && op.Status.InstalledBundle != tc.installed {
+				t.Errorf("installedBundle changed to %+v while the new bundle failed", op.Status.InstalledBundle)
+			}
+		})
+	}
+
+	// An error of operator-controller itself (writing the BundleDeployment) stays InstallationFailed.
+	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op"}}
+	setStatus(op, observations{applyErr: errors.New("creating BundleDeployment \"op\": forbidden")})
+	if got := cond(op, operatorsv1alpha1.TypeInstalled); got.Reason != operatorsv1alpha1.ReasonInstallationFailed || !strings.Contains(got.Message, "forbidden") {
+		t.Errorf("Installed after a write error: %+v", got)
 	}
 }

@@ -2,6 +2,11 @@
 // bundles its BundleDeployments install and the catalogs' content into one deppy OLM problem and
 // returns, per Operator, the bundle to install or why there is none. It is pure: every input is
 // passed in, nothing is read from a cluster.
+//
+// Which bundle is preferred (non-deprecated, then the default channel when an Operator names no
+// channel, then the highest version, then catalog priority) is decided by deppy's olm package
+// alone; nothing here reorders candidates or sets a channel the Operator did not name, so
+// `deppy resolve` over the same catalogs and requests chooses the same bundles.
 package resolve
 
 import (
@@ -25,7 +30,9 @@ type Request struct {
 	Package string
 	// VersionRange is spec.version (Masterminds syntax; empty for any version).
 	VersionRange string
-	// Channel is spec.channel (empty for any channel).
+	// Channel is spec.channel. Empty means any channel, the package's default channel first: the
+	// preference is deppy's (olm.RequiredPackages), the same code `deppy resolve` runs, so both
+	// choose the same bundle.
 	Channel string
 	// Catalogs are the names of the Catalogs spec.catalogSelector selects; nil means every catalog.
 	// A non-nil empty list means the selector matches no catalog.
@@ -67,12 +74,7 @@ type Outcome struct {
 func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Outcome {
 	out := make(map[string]Outcome, len(reqs))
 	sorted := append([]Request(nil), reqs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Order != sorted[j].Order {
-			return sorted[i].Order < sorted[j].Order
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
+	sortRequests(sorted)
 
 	s := &solver{idx: idx, installed: installedBundles(sorted)}
 	var active []Request
@@ -101,7 +103,7 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		}
 	}
 	if anyManual {
-		probe, _ := s.solvePreferringDefaultChannels(ctx, active)
+		probe, _ := s.solve(ctx, active)
 		for i, r := range pinned {
 			if !r.Manual || r.Installed == nil {
 				continue
@@ -115,7 +117,7 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		}
 	}
 
-	bundles, failures := s.solvePreferringDefaultChannels(ctx, pinned)
+	bundles, failures := s.solve(ctx, pinned)
 	for _, r := range pinned {
 		if msg, failed := failures[r.Name]; failed {
 			out[r.Name] = Outcome{Message: msg}
@@ -128,6 +130,17 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		out[r.Name] = o
 	}
 	return out
+}
+
+// sortRequests puts requests in resolution order, oldest first (by Order, then name): the order of
+// the problem's requirements, which is also the order in which their preferences are honoured.
+func sortRequests(reqs []Request) {
+	sort.SliceStable(reqs, func(i, j int) bool {
+		if reqs[i].Order != reqs[j].Order {
+			return reqs[i].Order < reqs[j].Order
+		}
+		return reqs[i].Name < reqs[j].Name
+	})
 }
 
 // manualPin returns the exact version a Manual request must stay on: the approved version when one
@@ -189,54 +202,6 @@ type solver struct {
 	installed []olm.InstalledBundle
 	// allowed are the packages bundles may come from in the current solve.
 	allowed map[string]bool
-}
-
-// solvePreferringDefaultChannels solves reqs with every request that names no channel restricted to
-// its package's default channel; the requests that then fail are solved again with any channel.
-func (s *solver) solvePreferringDefaultChannels(ctx context.Context, reqs []Request) (map[string]*Bundle, map[string]string) {
-	preferred := append([]Request(nil), reqs...)
-	restricted := map[string]bool{}
-	for i, r := range preferred {
-		if r.Channel != "" {
-			continue
-		}
-		if ch := defaultChannel(s.idx, r); ch != "" {
-			preferred[i].Channel = ch
-			restricted[r.Name] = true
-		}
-	}
-	bundles, failures := s.solve(ctx, preferred)
-	retry := false
-	for i, r := range preferred {
-		if _, failed := failures[r.Name]; failed && restricted[r.Name] {
-			preferred[i].Channel = ""
-			retry = true
-		}
-	}
-	if !retry {
-		return bundles, failures
-	}
-	return s.solve(ctx, preferred)
-}
-
-// defaultChannel returns the default channel of the request's package when the catalogs it may use
-// agree on one, else "".
-func defaultChannel(idx *olm.Index, r Request) string {
-	allowed := map[string]bool{}
-	for _, c := range r.Catalogs {
-		allowed[c] = true
-	}
-	ch := ""
-	for _, info := range idx.PackageInfo(r.Package) {
-		if len(allowed) > 0 && !allowed[info.Catalog] {
-			continue
-		}
-		if info.DefaultChannel == "" || (ch != "" && ch != info.DefaultChannel) {
-			return ""
-		}
-		ch = info.DefaultChannel
-	}
-	return ch
 }
 
 // solve resolves reqs together. When they cannot be satisfied, the newest request among those named

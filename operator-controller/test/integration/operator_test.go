@@ -38,7 +38,10 @@ approvedVersion: 0.6.1
 installNamespace: argocd
 watchNamespaces: [team-a, team-b]
 config: {deploymentConfig: {env: [{name: A, value: "1"}], nodeSelector: {kubernetes.io/os: linux}}}
+collisionPolicy: IfNoController
+deletionPolicy: Orphan
 `},
+		{Name: "collisionPolicy None", Spec: with("collisionPolicy", `None`)},
 		{Name: "dotted package name", Spec: `packageName: example.com.operator`},
 		{Name: "version pins an exact version", Spec: with("version", `"1.2.3"`)},
 		{Name: "version with a v prefix and prerelease", Spec: with("version", `v1.2.3-rc.1`)},
@@ -74,6 +77,10 @@ config: {deploymentConfig: {env: [{name: A, value: "1"}], nodeSelector: {kuberne
 			WantErrs: []string{`spec.upgradeConstraintPolicy: Unsupported value: "Sometimes"`}},
 		{Name: "upgradePolicy must be known", Spec: with("upgradePolicy", `Never`),
 			WantErrs: []string{`spec.upgradePolicy: Unsupported value: "Never"`}},
+		{Name: "collisionPolicy must be known", Spec: with("collisionPolicy", `Always`),
+			WantErrs: []string{`spec.collisionPolicy: Unsupported value: "Always"`}},
+		{Name: "deletionPolicy must be known", Spec: with("deletionPolicy", `Keep`),
+			WantErrs: []string{`spec.deletionPolicy: Unsupported value: "Keep"`}},
 		{Name: "approvedVersion needs upgradePolicy Manual", Spec: with("approvedVersion", `1.2.3`),
 			WantErrs: []string{"approvedVersion can only be set when upgradePolicy is Manual"}},
 		{Name: "approvedVersion must be an exact version", Spec: crdtest.SpecWith(with("upgradePolicy", "Manual"), "approvedVersion", `">=1.2.3"`),
@@ -104,6 +111,8 @@ func TestOperatorDefaults(t *testing.T) {
 	for field, want := range map[string]string{
 		"upgradeConstraintPolicy": string(operatorsv1alpha1.UpgradeConstraintPolicyEnforce),
 		"upgradePolicy":           string(operatorsv1alpha1.UpgradePolicyAutomatic),
+		"collisionPolicy":         string(rukpakv1alpha1.CollisionPolicyPrevent),
+		"deletionPolicy":          string(rukpakv1alpha1.DeletionPolicyDelete),
 	} {
 		if got, _, _ := unstructured.NestedString(obj.Object, "spec", field); got != want {
 			t.Errorf("spec.%s defaults to %q, want %q", field, got, want)
@@ -160,6 +169,8 @@ func TestOperatorGoTypesRoundTrip(t *testing.T) {
 					Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
 				},
 			},
+			CollisionPolicy: rukpakv1alpha1.CollisionPolicyIfNoController,
+			DeletionPolicy:  rukpakv1alpha1.DeletionPolicyOrphan,
 		},
 	}
 	want := op.Spec.DeepCopy()

@@ -231,6 +231,10 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 		return nil
 	}
 	orphan := bd.Spec.DeletionPolicy == rukpakv1alpha1.DeletionPolicyOrphan
+	revs, err := r.Engine.History(bd.Name)
+	if err != nil {
+		return err
+	}
 	leftAlone, err := r.Engine.Uninstall(ctx, bd.Name, bd.Annotations[DeleteCRDsAnnotation] == "true", orphan)
 	if len(leftAlone) > 0 && r.Recorder != nil {
 		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "left %d object(s) in place that another owner holds now: %s", len(leftAlone), keyList(leftAlone))
@@ -241,7 +245,7 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 		}
 		return fmt.Errorf("uninstalling BundleDeployment %q: %w", bd.Name, err)
 	}
-	if orphan && r.Recorder != nil {
+	if orphan && len(revs) > 0 && r.Recorder != nil { // once, not again on the reconcile that sees the finalizer go
 		r.Recorder.Event(bd, "Normal", "Orphaned", "deletionPolicy Orphan: every installed object was left in place without rukpak's ownership labels")
 	}
 	if err := r.Unpacker.Cleanup(ctx, unpackKey(bd)); err != nil {

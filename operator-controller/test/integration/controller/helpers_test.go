@@ -242,3 +242,24 @@ func getNamespace(name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	return ns, k8s.Get(context.Background(), client.ObjectKey{Name: name}, ns)
 }
+
+// setBDConditions writes conditions to the BundleDeployment's status for its current generation, as
+// rukpak would.
+func setBDConditions(t *testing.T, name string, conds ...metav1.Condition) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bd, err := getBD(name)
+		if err != nil {
+			return err
+		}
+		bd.Status.ObservedGeneration = bd.Generation
+		for _, c := range conds {
+			c.ObservedGeneration = bd.Generation
+			apimeta.SetStatusCondition(&bd.Status.Conditions, c)
+		}
+		return k8s.Status().Update(context.Background(), bd)
+	})
+	if err != nil {
+		t.Fatalf("writing the status of BundleDeployment %s: %v", name, err)
+	}
+}

@@ -1,0 +1,246 @@
+package resolve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
+)
+
+// channelFBC is the shape on which `deppy resolve` and operator-controller used to disagree: the
+// default channel's head (stable 1.4.0) is lower than another channel's highest version, a release
+// (candidate 2.0.0) and a pre-release (nightly 2.1.0-nightly.20260101). app depends on op.
+const channelFBC = `
+schema: olm.package
+name: op
+defaultChannel: stable
+---
+schema: olm.channel
+package: op
+name: stable
+entries:
+- name: op.v1.3.0
+- name: op.v1.4.0
+  replaces: op.v1.3.0
+---
+schema: olm.channel
+package: op
+name: candidate
+entries:
+- name: op.v1.4.0
+- name: op.v2.0.0
+  replaces: op.v1.4.0
+---
+schema: olm.channel
+package: op
+name: nightly
+entries:
+- name: op.v2.1.0-nightly.20260101
+---
+schema: olm.bundle
+package: op
+name: op.v1.3.0
+image: registry.test/op:1.3.0
+properties:
+- {type: olm.package, value: {packageName: op, version: 1.3.0}}
+---
+schema: olm.bundle
+package: op
+name: op.v1.4.0
+image: registry.test/op:1.4.0
+properties:
+- {type: olm.package, value: {packageName: op, version: 1.4.0}}
+---
+schema: olm.bundle
+package: op
+name: op.v2.0.0
+image: registry.test/op:2.0.0
+properties:
+- {type: olm.package, value: {packageName: op, version: 2.0.0}}
+---
+schema: olm.bundle
+package: op
+name: op.v2.1.0-nightly.20260101
+image: registry.test/op:2.1.0-nightly.20260101
+properties:
+- {type: olm.package, value: {packageName: op, version: 2.1.0-nightly.20260101}}
+---
+schema: olm.package
+name: app
+defaultChannel: stable
+---
+schema: olm.channel
+package: app
+name: stable
+entries:
+- name: app.v1.0.0
+---
+schema: olm.bundle
+package: app
+name: app.v1.0.0
+image: registry.test/app:1.0.0
+properties:
+- {type: olm.package, value: {packageName: app, version: 1.0.0}}
+- {type: olm.package.required, value: {packageName: op, versionRange: ">=1.0.0"}}
+`
+
+// TestDefaultChannelFirst: with no channel both operator-controller's resolver and the deppy CLI
+// (the real binary, built from deppy/cmd/deppy) choose the default channel's head, not a higher
+// version (or pre-release) of another channel; an explicit channel is used as given.
+func TestDefaultChannelFirst(t *testing.T) {
+	const catalogName = "channels"
+	dir := filepath.Join(t.TempDir(), catalogName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(channelFBC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := olm.NewIndex(loadCatalog(t, catalogName, 0, channelFBC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deppy := deppyBinary(t)
+
+	tests := []struct {
+		name string
+		reqs []Request
+		want map[string]string // Operator (= package) name → bundle
+	}{
+		{name: "no channel: the default channel's head",
+			reqs: []Request{{Name: "op", Package: "op"}}, want: map[string]string{"op": "op.v1.4.0"}},
+		{name: "an explicit channel",
+			reqs: []Request{{Name: "op", Package: "op", Channel: "candidate"}}, want: map[string]string{"op": "op.v2.0.0"}},
+		{name: "an explicit pre-release channel",
+			reqs: []Request{{Name: "op", Package: "op", Channel: "nightly"}}, want: map[string]string{"op": "op.v2.1.0-nightly.20260101"}},
+		{name: "no channel and a range only another channel satisfies",
+			reqs: []Request{{Name: "op", Package: "op", VersionRange: ">=2.0.0"}}, want: map[string]string{"op": "op.v2.0.0"}},
+		{name: "a dependency, the dependent Operator first",
+			reqs: []Request{{Name: "app", Package: "app", Order: 1}, {Name: "op", Package: "op", Order: 2}},
+			want: map[string]string{"app": "app.v1.0.0", "op": "op.v1.4.0"}},
+		{name: "a dependency, the depended-on Operator first",
+			reqs: []Request{{Name: "op", Package: "op", Order: 1}, {Name: "app", Package: "app", Order: 2}},
+			want: map[string]string{"app": "app.v1.0.0", "op": "op.v1.4.0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Resolve(context.Background(), idx, tt.reqs)
+			cli := runDeppyResolve(t, deppy, []string{dir}, tt.reqs)
+			for name, want := range tt.want {
+				o := got[name]
+				if o.Bundle == nil {
+					t.Errorf("operator-controller: %s: no bundle: %s", name, o.Message)
+				} else if o.Bundle.Name != want {
+					t.Errorf("operator-controller: %s: got %s, want %s", name, o.Bundle.Name, want)
+				}
+				if s := cli[name]; s.Bundle != want {
+					t.Errorf("deppy resolve: %s: got %q, want %s", name, s.Bundle, want)
+				}
+			}
+		})
+	}
+}
+
+// The deppy CLI, built once per test binary from this workspace (or taken from $DEPPY).
+var deppyCLI struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// deppyBinary returns the path of a deppy binary built from deppy/cmd/deppy, so that tests compare
+// operator-controller with the real command line. $DEPPY names a prebuilt binary instead.
+func deppyBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("DEPPY"); p != "" {
+		return p
+	}
+	deppyCLI.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			deppyCLI.err = fmt.Errorf("the go tool is not on PATH (needed to build deppy; or set DEPPY to a deppy binary): %w", err)
+			return
+		}
+		if deppyCLI.dir, err = os.MkdirTemp("", "deppy-cli-"); err != nil {
+			deppyCLI.err = err
+			return
+		}
+		deppyCLI.path = filepath.Join(deppyCLI.dir, "deppy")
+		cmd := exec.Command(goTool, "build", "-o", deppyCLI.path, "github.com/olmv1/olmv1/deppy/cmd/deppy")
+		// The test's own environment: the packages are those this test binary was built from, so
+		// the build cache has them (a different CGO_ENABLED would rebuild everything).
+		if out, err := cmd.CombinedOutput(); err != nil {
+			deppyCLI.err = fmt.Errorf("go build deppy: %v\n%s", err, out)
+		}
+	})
+	if deppyCLI.err != nil {
+		t.Fatal(deppyCLI.err)
+	}
+	return deppyCLI.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if deppyCLI.dir != "" {
+		os.RemoveAll(deppyCLI.dir)
+	}
+	os.Exit(code)
+}
+
+// runDeppyResolve runs `deppy resolve` with the catalogs and, for each request (in resolution order:
+// by Order, then name), --require PKG[@RANGE][#CHANNEL]. It returns the selections by the name of
+// the request that asked for the package (nil when there is no solution).
+func runDeppyResolve(t testing.TB, deppy string, catalogs []string, reqs []Request) map[string]olm.Selection {
+	t.Helper()
+	args := []string{"resolve", "-o", "json"}
+	for _, c := range catalogs {
+		args = append(args, "--catalog", c)
+	}
+	sorted := append([]Request(nil), reqs...)
+	sortRequests(sorted)
+	byPackage := map[string]string{}
+	for _, r := range sorted {
+		s := r.Package
+		if r.VersionRange != "" {
+			s += "@" + r.VersionRange
+		}
+		if r.Channel != "" {
+			s += "#" + r.Channel
+		}
+		args = append(args, "--require", s)
+		byPackage[r.Package] = r.Name
+	}
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(deppy, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+		return nil // no solution; the explanation is on stdout
+	} else if err != nil {
+		t.Fatalf("deppy %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var out struct {
+		Resolved   bool            `json:"resolved"`
+		Selections []olm.Selection `json:"selections"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
+		t.Fatalf("deppy %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, stdout.String())
+	}
+	got := map[string]olm.Selection{}
+	for _, s := range out.Selections {
+		name, ok := byPackage[s.Package]
+		if !ok {
+			name = s.Package
+		}
+		got[name] = s
+	}
+	return got
+}
