@@ -85,6 +85,9 @@ func (o *options) waitCatalogServing(ctx context.Context, c client.Client, name 
 			fmt.Fprintln(o.ErrOut, line)
 			last = line
 		}
+		if u != nil && u.Status == metav1.ConditionFalse && u.ObservedGeneration == cat.Generation && u.Reason != catalogdv1alpha1.ReasonPending {
+			return false, line, fmt.Errorf("not served: Unpacked=False reason %s: %s (see kubectl get catalog %s -o yaml)", u.Reason, u.Message, name)
+		}
 		done := u != nil && u.Status == metav1.ConditionTrue && u.ObservedGeneration == cat.Generation && s != nil && s.Status == metav1.ConditionTrue
 		return done, line, nil
 	})

@@ -98,6 +98,7 @@ the failing condition is printed and the exit code is 1.`,
 func (o *options) waitInstalled(ctx context.Context, c client.Client, name string, timeout time.Duration, version string) (*operatorsv1alpha1.Operator, error) {
 	op := &operatorsv1alpha1.Operator{}
 	last := ""
+	var unresolvedSince time.Time
 	err := o.poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
 			return false, "", err
@@ -108,6 +109,9 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 			last = line
 		}
 		if err := installFailure(op); err != nil {
+			return false, "", err
+		}
+		if err := resolutionFailure(op, &unresolvedSince, time.Now()); err != nil {
 			return false, "", err
 		}
 		g := op.Generation
@@ -138,6 +142,28 @@ func installFailure(op *operatorsv1alpha1.Operator) error {
 		return nil
 	}
 	return fmt.Errorf("not installed: Installed=False reason %s: %s (see kubectl get operator %s -o yaml)", c.Reason, c.Message, op.Name)
+}
+
+// resolutionGrace is how long Resolved=False must last before --wait gives up: a catalog that is
+// still being unpacked, or an Operator created a moment before the one it depends on, resolves a
+// moment later; a package that does not exist does not.
+const resolutionGrace = 3 * time.Second
+
+// resolutionFailure is an error when the Operator's Resolved condition has been False for its
+// current generation for resolutionGrace (since is when it was first seen False; zero when it is not).
+func resolutionFailure(op *operatorsv1alpha1.Operator, since *time.Time, now time.Time) error {
+	c := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeResolved)
+	if c == nil || c.ObservedGeneration != op.Generation || c.Status != metav1.ConditionFalse {
+		*since = time.Time{}
+		return nil
+	}
+	if since.IsZero() {
+		*since = now
+	}
+	if now.Sub(*since) < resolutionGrace {
+		return nil
+	}
+	return fmt.Errorf("not installed: Resolved=False reason %s: %s (see kubectl get operator %s -o yaml)", c.Reason, c.Message, op.Name)
 }
 
 // conditionsLine is the one-line progress view of an Operator.
