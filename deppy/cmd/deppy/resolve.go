@@ -25,7 +25,7 @@ func resolveFlags(o *resolveOptions) *flag.FlagSet {
 	o.output = "text"
 	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
 	fs.Var(&o.catalogs, "catalog", "file-based catalog directory, as `[NAME[:PRIORITY]=]DIR` (repeatable; NAME defaults to the directory name, PRIORITY to 0, higher wins ties)")
-	fs.Var(&o.requires, "require", "package to install, as `PKG[@RANGE][#CHANNEL]` (repeatable); RANGE is a semver range like \">=1.2 <2\" or an exact version")
+	fs.Var(&o.requires, "require", "package to install, as `PKG[@RANGE][#CHANNEL]` (repeatable); RANGE is a semver range like \">=1.2 <2\" or an exact version; without CHANNEL the package's default channel is preferred")
 	fs.Var(&o.installed, "installed", "package already installed, as `PKG@VERSION` or PKG@VERSION=BUNDLE (repeatable)")
 	fs.StringVar(&o.policy, "upgrade-policy", "Enforce", "Enforce: installed packages only move along the catalogs' upgrade edges (replaces, skips, skipRange); Ignore: any version, downgrades included")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read Operators and catalogs from a cluster (not yet implemented)")
@@ -38,12 +38,26 @@ with the dependencies they need (olm.package.required, olm.gvk.required,
 olm.constraint), so that no package has two bundles and no API is provided
 twice. Installed packages stay installed and, under --upgrade-policy Enforce,
 only move along the catalogs' upgrade edges. All requirements are solved
-together. Prefers non-deprecated bundles, then the highest version, then the
-catalog with the highest priority.
+together.
+
+Preference: non-deprecated bundles first; then, for a --require without
+#CHANNEL and for every dependency, the bundles of the package's default
+channel (OLM v0's rule, and operator-controller's: both call the same code);
+then the highest version; then the catalog with the highest priority. So a
+higher version, even a pre-release, in another channel does not beat the
+default channel's head; another channel is used only when the default one
+has nothing that fits (a range, an upgrade edge). #CHANNEL restricts a
+requirement to that channel.
 
 Examples:
-  # newest bundle of a package, with the dependencies it pulls in
+  # newest bundle of the default channel, with the dependencies it pulls in
   deppy resolve --catalog ./community-v4.20 --require rabbitmq-messaging-topology-operator
+
+  # the default channel's head (stable), not a newer bundle of another channel
+  deppy resolve --catalog ./community-v4.20 --require sailoperator
+
+  # a channel of your choice, e.g. a nightly one
+  deppy resolve --catalog ./community-v4.20 --require 'sailoperator#1.31-nightly'
 
   # pin a range and a channel, from two ranked catalogs
   deppy resolve --catalog prod:10=./catalogs/prod --catalog community=./catalogs/community \

@@ -95,6 +95,9 @@ type Bundle struct {
 	release   semver.Version
 	mmVersion *mmsemver.Version
 	id        resolve.Identifier
+	// inDefaultChannel: the bundle is in the default channel its catalog
+	// declares for its package.
+	inDefaultChannel bool
 
 	celOnce sync.Once
 	celData map[string]any
@@ -116,6 +119,10 @@ func (b *Bundle) InChannel(name string) bool {
 	}
 	return false
 }
+
+// InDefaultChannel reports whether the bundle is in the default channel that
+// its catalog declares for its package.
+func (b *Bundle) InDefaultChannel() bool { return b.inDefaultChannel }
 
 // String names the bundle for people: "name (package 1.2.3)".
 func (b *Bundle) String() string {

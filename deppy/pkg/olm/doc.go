@@ -16,6 +16,12 @@
 //	uniqueness           at most one bundle per package, at most one bundle
 //	                     providing each GVK
 //
+// Every candidate list is ordered by one rule (preference.go): non-deprecated
+// bundles first, then, when no channel is named (a requirement without one, or
+// any dependency), the package's default channel, then the highest version,
+// then the highest catalog priority. operator-controller resolves through this
+// package without reordering anything, so it and `deppy resolve` agree.
+//
 // Everything here is a pure function of its inputs: no cluster access, no I/O
 // except the explicit Load helpers.
 package olm

@@ -89,12 +89,14 @@ func (idx *Index) addCatalog(c *Catalog) error {
 					if err := b.addChannel(mb); err != nil {
 						return fmt.Errorf("catalog %q: package %q: %w", c.Name, pkg.Name, err)
 					}
+					b.inDefaultChannel = b.inDefaultChannel || chName == info.DefaultChannel
 					continue
 				}
 				b, err := newBundle(c, mb)
 				if err != nil {
 					return fmt.Errorf("catalog %q: package %q: %w", c.Name, pkg.Name, err)
 				}
+				b.inDefaultChannel = chName == info.DefaultChannel
 				idx.byID[key] = b
 				idx.byPackage[pkg.Name] = append(idx.byPackage[pkg.Name], b)
 				for _, g := range b.Provides {
@@ -134,19 +136,7 @@ func (idx *Index) Bundle(catalog, pkg, name string) *Bundle {
 func (idx *Index) Providers(g GVK) []*Bundle { return idx.providers[g] }
 
 func sortNewestFirst(list []*Bundle) {
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if c := compareVersions(a, b); c != 0 {
-			return c > 0
-		}
-		if a.CatalogPriority != b.CatalogPriority {
-			return a.CatalogPriority > b.CatalogPriority
-		}
-		if a.Catalog != b.Catalog {
-			return a.Catalog < b.Catalog
-		}
-		return a.Name < b.Name
-	})
+	sort.SliceStable(list, func(i, j int) bool { return newer(list[i], list[j]) })
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -96,8 +96,9 @@ func TestRealCatalogResolvesEveryPackage(t *testing.T) {
 			t.Errorf("%s: resolved without a selection for itself: %+v", pkg, res.Selections)
 			continue
 		}
-		// The newest non-deprecated bundle wins when nothing else constrains.
-		if want := preferred(idx.Bundles(pkg))[0]; len(res.Selections) == 1 && sel.Bundle != want.Name {
+		// The preferred bundle (non-deprecated, default channel, newest) wins
+		// when nothing else constrains.
+		if want := preferred(idx.Bundles(pkg), "")[0]; len(res.Selections) == 1 && sel.Bundle != want.Name {
 			t.Errorf("%s: chose %s, want the preferred %s", pkg, sel.Bundle, want.Name)
 		}
 		for _, s := range res.Selections[1:] {

@@ -25,7 +25,8 @@ func TestRequiredPackageCandidates(t *testing.T) {
 		wantCat   string
 		wantError string
 	}{
-		{name: "highest version across channels", req: require("a"), want: "a=2.0.0"},
+		{name: "default channel first, not the highest version of any channel", req: require("a"), want: "a=1.2.0"},
+		{name: "another channel when the range excludes the default channel", req: requireRange("a", ">=2.0.0"), want: "a=2.0.0"},
 		{name: "exact version pins", req: requireRange("a", "1.1.0"), want: "a=1.1.0"},
 		{name: "range", req: requireRange("a", ">=1.0.0 <2.0.0"), want: "a=1.2.0"},
 		{name: "tilde range", req: requireRange("a", "~1.1"), want: "a=1.1.0"},

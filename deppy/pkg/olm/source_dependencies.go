@@ -16,8 +16,10 @@ import (
 //   - olm.constraint with a top-level not: a conflict with every bundle
 //     of the problem matching the inner constraints.
 //
-// Candidates come from every catalog of the index, preferring non-deprecated
-// bundles, then the highest version, then the highest catalog priority.
+// Candidates come from every catalog of the index, in the order of preferred
+// (a dependency names no channel): non-deprecated bundles first, then bundles
+// of their package's default channel, then the highest version, then the
+// highest catalog priority.
 func BundleDependencies(idx *Index) resolve.VariableSource {
 	return resolve.NewSource(StageBundleDependencies, func(ctx context.Context, vars *resolve.Variables) error {
 		d := &dependencies{idx: idx, vars: vars, done: map[resolve.Identifier]bool{}}
@@ -65,7 +67,7 @@ func (d *dependencies) add(v *resolve.Variable, b *Bundle) error {
 				cands = append(cands, c)
 			}
 		}
-		r := &Reason{Kind: ReasonPackageDependency, From: b, Package: req.Package, VersionRange: req.VersionRange, Candidates: preferred(cands)}
+		r := &Reason{Kind: ReasonPackageDependency, From: b, Package: req.Package, VersionRange: req.VersionRange, Candidates: preferred(cands, "")}
 		if len(cands) == 0 {
 			if all := d.idx.Bundles(req.Package); len(all) == 0 {
 				r.NoCandidates = fmt.Sprintf("no catalog has package %q", req.Package)
@@ -80,7 +82,7 @@ func (d *dependencies) add(v *resolve.Variable, b *Bundle) error {
 	for i := range b.GVKsRequired {
 		g := b.GVKsRequired[i]
 		cands := d.idx.Providers(g)
-		r := &Reason{Kind: ReasonGVKDependency, From: b, GVK: &g, Candidates: preferred(cands)}
+		r := &Reason{Kind: ReasonGVKDependency, From: b, GVK: &g, Candidates: preferred(cands, "")}
 		if len(cands) == 0 {
 			r.NoCandidates = "no bundle in the catalogs provides it"
 		}
@@ -115,7 +117,7 @@ func (d *dependencies) add(v *resolve.Variable, b *Bundle) error {
 				cands = append(cands, other)
 			}
 		}
-		r := &Reason{Kind: ReasonConstraintDependency, From: b, Constraint: c, Candidates: preferred(cands)}
+		r := &Reason{Kind: ReasonConstraintDependency, From: b, Constraint: c, Candidates: preferred(cands, "")}
 		if len(cands) == 0 {
 			r.NoCandidates = "no bundle in the catalogs matches it"
 		}

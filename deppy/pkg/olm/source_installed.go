@@ -160,14 +160,14 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 	if p.Required && p.Policy == Ignore {
 		return p, nil // the requirement alone decides; Allowed stays empty
 	}
+	channel := ""
+	if req != nil {
+		channel = req.Channel
+	}
 	var allowed []*Bundle
 	if p.Policy == Ignore {
 		allowed = all
 	} else {
-		channel := ""
-		if req != nil {
-			channel = req.Channel
-		}
 		for _, b := range all {
 			if !p.isCurrent(b) && upgradesFrom(b, name, &v, channel) {
 				allowed = append(allowed, b)
@@ -176,10 +176,10 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 	}
 	if p.Required {
 		// The requirement orders the choice; keep the same preference here.
-		p.Allowed = preferred(mergeNewestFirst(p.Current, allowed))
+		p.Allowed = preferred(append(append([]*Bundle{}, p.Current...), without(allowed, p.Current)...), channel)
 	} else {
 		// Nobody asked for a change: stay if possible.
-		p.Allowed = append(append([]*Bundle{}, p.Current...), preferred(without(allowed, p.Current))...)
+		p.Allowed = append(append([]*Bundle{}, p.Current...), preferred(without(allowed, p.Current), "")...)
 	}
 	return p, nil
 }
@@ -196,12 +196,6 @@ func upgradesFrom(b *Bundle, name string, v *semver.Version, channel string) boo
 		}
 	}
 	return false
-}
-
-func mergeNewestFirst(a, b []*Bundle) []*Bundle {
-	out := append(append([]*Bundle{}, a...), without(b, a)...)
-	sortNewestFirst(out)
-	return out
 }
 
 func without(bs, drop []*Bundle) []*Bundle {

@@ -25,9 +25,11 @@ const (
 )
 
 // RequiredPackages adds, per requirement, a mandatory variable that depends
-// on the matching bundles (channel, version range, catalogs), preferring
-// non-deprecated bundles, then the highest version, then the catalog with the
-// highest priority. It also adds a variable for every candidate bundle.
+// on the matching bundles (channel, version range, catalogs) in the order of
+// preferred: non-deprecated bundles first, then, when the requirement names no
+// channel, the bundles of the package's default channel, then the highest
+// version, then the catalog with the highest priority. It also adds a variable
+// for every candidate bundle.
 func RequiredPackages(idx *Index, reqs []Requirement) resolve.VariableSource {
 	return resolve.NewSource(StageRequiredPackages, func(_ context.Context, vars *resolve.Variables) error {
 		for i := range reqs {
@@ -87,7 +89,7 @@ func candidates(idx *Index, req Requirement) ([]*Bundle, string, error) {
 		out = append(out, b)
 	}
 	if len(out) > 0 {
-		return preferred(out), "", nil
+		return preferred(out, req.Channel), "", nil
 	}
 	switch {
 	case len(inCatalogs) == 0:
@@ -102,26 +104,6 @@ func candidates(idx *Index, req Requirement) ([]*Bundle, string, error) {
 		where = fmt.Sprintf(" in channel %q", req.Channel)
 	}
 	return nil, fmt.Sprintf("no version of package %q%s is in range %q (available: %s)", req.Package, where, req.VersionRange, versionList(inChannel)), nil
-}
-
-// preferred returns bs (already newest first, then by catalog priority) with
-// deprecated bundles moved last.
-func preferred(bs []*Bundle) []*Bundle {
-	out := make([]*Bundle, 0, len(bs))
-	for _, b := range bs {
-		if !b.Deprecated() {
-			out = append(out, b)
-		}
-	}
-	if len(out) == len(bs) {
-		return out
-	}
-	for _, b := range bs {
-		if b.Deprecated() {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // addBundles adds a variable for each bundle not yet in vars.

@@ -82,6 +82,16 @@ func TestUpgradeEdges(t *testing.T) {
 			want:    "x=2.0.0",
 		},
 		{
+			name: "with no channel the default channel's edge comes first", catalog: channels,
+			problem: Problem{Requirements: []Requirement{require("x")}, Installed: []InstalledBundle{installed("x", "1.0.0")}},
+			want:    "x=1.1.0",
+		},
+		{
+			name: "with no channel another channel's edge when the range asks for it", catalog: channels,
+			problem: Problem{Requirements: []Requirement{requireRange("x", ">=2.0.0")}, Installed: []InstalledBundle{installed("x", "1.0.0")}},
+			want:    "x=2.0.0",
+		},
+		{
 			name: "Ignore allows a jump", catalog: chain,
 			problem: Problem{Requirements: []Requirement{ignore(requireRange("x", "1.2.0"))}, Installed: []InstalledBundle{installed("x", "1.0.0")}},
 			want:    "x=1.2.0",

@@ -148,7 +148,7 @@ func TestDefaultChannelFirst(t *testing.T) {
 	}
 }
 
-// The deppy CLI, built once per test binary from this workspace (or taken from $DEPPY).
+// The deppy CLI, built once per test binary from this workspace (or taken from $OLMV1_DEPPY).
 var deppyCLI struct {
 	once sync.Once
 	dir  string
@@ -157,16 +157,25 @@ var deppyCLI struct {
 }
 
 // deppyBinary returns the path of a deppy binary built from deppy/cmd/deppy, so that tests compare
-// operator-controller with the real command line. $DEPPY names a prebuilt binary instead.
+// operator-controller with the real command line. $OLMV1_DEPPY names a prebuilt binary instead.
 func deppyBinary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("DEPPY"); p != "" {
-		return p
+	path, err := buildDeppy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// buildDeppy builds deppy once per test binary (concurrent callers wait for the one build).
+func buildDeppy() (string, error) {
+	if p := os.Getenv("OLMV1_DEPPY"); p != "" {
+		return p, nil
 	}
 	deppyCLI.once.Do(func() {
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			deppyCLI.err = fmt.Errorf("the go tool is not on PATH (needed to build deppy; or set DEPPY to a deppy binary): %w", err)
+			deppyCLI.err = fmt.Errorf("the go tool is not on PATH (needed to build deppy; or set OLMV1_DEPPY to a deppy binary): %w", err)
 			return
 		}
 		if deppyCLI.dir, err = os.MkdirTemp("", "deppy-cli-"); err != nil {
@@ -174,17 +183,14 @@ func deppyBinary(t testing.TB) string {
 			return
 		}
 		deppyCLI.path = filepath.Join(deppyCLI.dir, "deppy")
-		cmd := exec.Command(goTool, "build", "-o", deppyCLI.path, "github.com/olmv1/olmv1/deppy/cmd/deppy")
 		// The test's own environment: the packages are those this test binary was built from, so
 		// the build cache has them (a different CGO_ENABLED would rebuild everything).
+		cmd := exec.Command(goTool, "build", "-o", deppyCLI.path, "github.com/olmv1/olmv1/deppy/cmd/deppy")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			deppyCLI.err = fmt.Errorf("go build deppy: %v\n%s", err, out)
 		}
 	})
-	if deppyCLI.err != nil {
-		t.Fatal(deppyCLI.err)
-	}
-	return deppyCLI.path
+	return deppyCLI.path, deppyCLI.err
 }
 
 func TestMain(m *testing.M) {
