@@ -124,6 +124,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	r.Client, r.MaxConcurrentReconciles = cached, f.maxConcurrentReconciles
 	r.Metrics = controller.NewMetrics(crmetrics.Registry)
+	f.webhooks.recorder, f.webhooks.log = mgr.GetEventRecorderFor("rukpak"), mgr.GetLogger().WithName("webhook-ca")
 	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {
 		return err
 	}

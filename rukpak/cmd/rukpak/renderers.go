@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
@@ -41,6 +44,25 @@ type webhookFlags struct {
 
 	// rotator keeps the self-signed CA fresh while rukpak runs (nil for the other providers).
 	rotator *caRotator
+	// recorder and log report a corrupt CA Secret (an Event on the Secret and an error line).
+	recorder record.EventRecorder
+	log      logr.Logger
+	mu       sync.Mutex
+	reported string // resourceVersion of the corrupt Secret last reported
+}
+
+// reportCorrupt logs and records an Event on a corrupt CA Secret, once per version of it.
+func (w *webhookFlags) reportCorrupt(e *corruptCAError) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reported == e.secret.ResourceVersion {
+		return
+	}
+	w.reported = e.secret.ResourceVersion
+	w.log.Error(e.err, "webhook CA Secret is corrupt; not replacing it", "secret", e.secret.Namespace+"/"+e.secret.Name, "what to do", "fix it, or delete it to have rukpak create a new CA")
+	if w.recorder != nil {
+		w.recorder.Event(e.secret, corev1.EventTypeWarning, "CorruptWebhookCA", e.Error())
+	}
 }
 
 func (w *webhookFlags) bind(fs *flag.FlagSet) {
@@ -62,20 +84,33 @@ func (w *webhookFlags) registryRenderer(ctx context.Context, cs kubernetes.Inter
 		err      error
 	)
 	secrets := cs.CoreV1().Secrets(namespace)
+	var corrupt *corruptCAError
 	if w.provider == certs.SelfSignedName {
-		if ca, previous, _, err = loadOrRotateCA(ctx, secrets, time.Now(), caValidity); err != nil {
+		ca, previous, _, err = loadOrRotateCA(ctx, secrets, time.Now(), caValidity)
+		switch {
+		case errors.As(err, &corrupt):
+			// rukpak runs on: bundles without webhooks install; those with webhooks report the
+			// problem until the Secret is fixed or deleted (the rotator reads it again).
+			w.reportCorrupt(corrupt)
+		case err != nil:
 			return nil, err
 		}
 	}
 	if w.issuerName != "" {
 		issuer = &certs.IssuerRef{Kind: w.issuerKind, Name: w.issuerName}
 	}
-	p, err := certs.NewByName(w.provider, ca, previous, issuer)
-	if err != nil {
+	var p certs.Provider
+	if corrupt != nil {
+		p = certs.NewSelfSigned(nil) // no CA until the Secret is fixed or deleted
+	} else if p, err = certs.NewByName(w.provider, ca, previous, issuer); err != nil {
 		return nil, fmt.Errorf("--webhook-cert-provider: %w", err)
 	}
 	if ss, ok := p.(*certs.SelfSigned); ok {
+		if corrupt != nil {
+			ss.Unavailable(corrupt)
+		}
 		w.rotator = newCARotator(secrets, ss, caValidity)
+		w.rotator.report = w.reportCorrupt
 	}
 	return registryv1.New(registryv1.WithCertProvider(p)), nil
 }
@@ -100,7 +135,9 @@ type caRotator struct {
 	provider *certs.SelfSigned
 	validity time.Duration
 	onRotate func(context.Context) error
-	log      logr.Logger
+	// report is told about a corrupt CA Secret each time check finds it.
+	report func(*corruptCAError)
+	log    logr.Logger
 	// now and after are the clock (time.Now and time.After; fakes in tests).
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time
@@ -137,6 +174,14 @@ func (r *caRotator) Start(ctx context.Context) error {
 // or elsewhere) switches the provider to it and calls onRotate.
 func (r *caRotator) check(ctx context.Context) error {
 	ca, previous, rotated, err := loadOrRotateCA(ctx, r.secrets, r.now(), r.validity)
+	var corrupt *corruptCAError
+	if errors.As(err, &corrupt) {
+		r.provider.Unavailable(corrupt)
+		if r.report != nil {
+			r.report(corrupt)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -150,10 +195,39 @@ func (r *caRotator) check(ctx context.Context) error {
 	return nil
 }
 
+// corruptCAError is a CA Secret that exists but does not hold a valid CA. rukpak does not replace it
+// on its own: bundles' webhooks trust it, and a person may have put it there.
+type corruptCAError struct {
+	secret *corev1.Secret
+	err    error
+}
+
+func (e *corruptCAError) Error() string {
+	return fmt.Sprintf("the webhook CA Secret %s/%s does not hold a valid CA (%s, %s: %v); rukpak does not replace it on its own: "+
+		"fix it, or delete it to have rukpak create a new CA (BundleDeployments with webhooks are then re-rendered)",
+		e.secret.Namespace, e.secret.Name, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, e.err)
+}
+
+// caWriteAttempts bounds how often loadOrRotateCA reads again after losing a race with another
+// replica (AlreadyExists on create, Conflict on update).
+const caWriteAttempts = 3
+
 // loadOrRotateCA reads the webhook CA from its Secret, creating it when missing and replacing it
 // when it needs rotation; the replaced CA is kept as previous so both stay trusted meanwhile. rotated
-// is true when this call created or replaced the CA.
+// is true when this call created or replaced the CA. It is race-free by construction: several
+// replicas may call it at once; a create that finds the Secret already there, or an update whose
+// resourceVersion is stale, reads the Secret again and uses what the winner stored. A Secret that
+// does not hold a valid CA is a *corruptCAError and is left as it is.
 func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *certs.CA, previous []*certs.CA, rotated bool, err error) {
+	for attempt := 1; ; attempt++ {
+		ca, previous, rotated, err = loadOrRotateCAOnce(ctx, secrets, now, validity)
+		if err == nil || attempt == caWriteAttempts || !(apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)) {
+			return ca, previous, rotated, err
+		}
+	}
+}
+
+func loadOrRotateCAOnce(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *certs.CA, previous []*certs.CA, rotated bool, err error) {
 	s, err := secrets.Get(ctx, caSecretName, metav1.GetOptions{})
 	found := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -161,8 +235,11 @@ func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, no
 	}
 	var current *certs.CA
 	if found {
-		current, _ = certs.ParseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
-		if current != nil && !current.NeedsRotation(now) {
+		var perr error
+		if current, perr = certs.ParseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); perr != nil {
+			return nil, nil, false, &corruptCAError{secret: s, err: perr}
+		}
+		if !current.NeedsRotation(now) {
 			if p, err := certs.ParseCA(s.Data[previousCert], s.Data[previousKey]); err == nil && now.Before(p.Cert.NotAfter) {
 				previous = append(previous, p)
 			}
@@ -180,7 +257,7 @@ func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, no
 	}
 	if found {
 		s.Data = data
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{}) // a conflict (another replica rotated) is retried by the caller
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{}) // a stale resourceVersion: another replica rotated
 	} else {
 		_, err = secrets.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: caSecretName},

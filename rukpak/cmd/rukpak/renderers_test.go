@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 )
@@ -192,5 +198,109 @@ func TestCARotatorRotatesWhileRunning(t *testing.T) {
 	eventually(t, "the rotator sleeps after the recheck", func() bool { return clock.waitingUntil().After(next) })
 	if !provider.CA().Cert.Equal(ca2.Cert) || resynced() != 1 {
 		t.Errorf("a recheck before the rotation time changed the CA or re-rendered (%d re-renders)", resynced())
+	}
+}
+
+// Two replicas starting at once: the one whose create finds the Secret already there (or whose
+// update is stale) reads it again and uses the CA the other stored.
+func TestLoadOrRotateCARaceBetweenReplicas(t *testing.T) {
+	cs := fake.NewClientset()
+	secrets := cs.CoreV1().Secrets("sys")
+	other := fake.NewClientset().CoreV1().Secrets("sys") // the other replica's view, to mint its CA
+	otherCA, _, _, err := loadOrRotateCA(t.Context(), other, time.Now(), caValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := other.Get(t.Context(), caSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := false
+	cs.PrependReactor("create", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if raced {
+			return false, nil, nil
+		}
+		raced = true
+		// The other replica wins the create in between this replica's read and its create.
+		if err := cs.Tracker().Add(stored.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), caSecretName)
+	})
+	ca, _, rotated, err := loadOrRotateCA(t.Context(), secrets, time.Now(), caValidity)
+	if err != nil || !raced || rotated || !ca.Cert.Equal(otherCA.Cert) {
+		t.Fatalf("after losing the create: err %v, raced %v, rotated %v, same CA as the winner %v", err, raced, rotated, err == nil && ca.Cert.Equal(otherCA.Cert))
+	}
+
+	// A rotation that loses to another replica's rotation (stale resourceVersion) uses the winner's.
+	later := time.Now().Add(caValidity * 3 / 4)
+	winner := stored.DeepCopy()
+	conflicted := false
+	cs.PrependReactor("update", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		certPEM, keyPEM, err := certs.GenerateCA("winner", later.Add(-time.Hour), caValidity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		winner.Data = map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}
+		if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), winner, "sys"); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), caSecretName, nil)
+	})
+	ca, _, rotated, err = loadOrRotateCA(t.Context(), secrets, later, caValidity)
+	if err != nil || !conflicted || rotated || !bytes.Equal(ca.CertPEM, winner.Data[corev1.TLSCertKey]) {
+		t.Fatalf("after losing the rotation: err %v, conflicted %v, rotated %v", err, conflicted, rotated)
+	}
+}
+
+// A CA Secret that does not hold a valid CA is reported (log line and Event) and never replaced;
+// bundles with webhooks say why they cannot get certificates; deleting the Secret recovers.
+func TestCorruptCASecretIsReportedNotReplaced(t *testing.T) {
+	cs := fake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: caSecretName, Namespace: "sys", ResourceVersion: "7"},
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("not a certificate"), corev1.TLSPrivateKeyKey: []byte("nor a key")},
+	})
+	rec := record.NewFakeRecorder(10)
+	w := &webhookFlags{provider: certs.SelfSignedName, recorder: rec, log: logr.Discard()}
+	r, err := w.registryRenderer(t.Context(), cs, "sys")
+	if err != nil || r == nil {
+		t.Fatalf("rukpak must start with a corrupt CA Secret (bundles without webhooks still install): %v", err)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning CorruptWebhookCA") || !strings.Contains(ev, "delete it to have rukpak create a new CA") {
+			t.Errorf("event: %s", ev)
+		}
+	default:
+		t.Fatal("no Event for the corrupt CA Secret")
+	}
+	s, err := cs.CoreV1().Secrets("sys").Get(t.Context(), caSecretName, metav1.GetOptions{})
+	if err != nil || string(s.Data[corev1.TLSCertKey]) != "not a certificate" {
+		t.Fatalf("the corrupt Secret was replaced: %v", err)
+	}
+	ss := w.rotator.provider
+	if _, err := ss.Objects(certs.Service{Name: "webhook", Namespace: "ns"}); err == nil || !strings.Contains(err.Error(), "does not hold a valid CA") {
+		t.Errorf("rendering a webhook's certificate: %v", err)
+	}
+	// The rotator finds it again: reported once per version of the Secret, not again.
+	if err := w.rotator.check(t.Context()); err == nil {
+		t.Error("check must fail while the Secret is corrupt")
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("the same corrupt Secret was reported twice")
+	}
+	// Deleting it recovers: a new CA is created and certificates are issued.
+	if err := cs.CoreV1().Secrets("sys").Delete(t.Context(), caSecretName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.rotator.check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Objects(certs.Service{Name: "webhook", Namespace: "ns"}); err != nil {
+		t.Errorf("after deleting the corrupt Secret: %v", err)
 	}
 }

@@ -102,6 +102,16 @@ type SelfSigned struct {
 	mu       sync.RWMutex
 	ca       *CA
 	previous []*CA
+	// unavailable says why there is no CA to sign with (see Unavailable).
+	unavailable error
+}
+
+// Unavailable makes s refuse to issue certificates until the next Rotate, saying why (e.g. the CA
+// Secret is corrupt); bundles with webhooks then report err instead of being installed.
+func (s *SelfSigned) Unavailable(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ca, s.previous, s.unavailable = nil, nil, err
 }
 
 // NewSelfSigned returns the self-signed provider signing with ca. During a rotation the controller
@@ -118,7 +128,7 @@ func (s *SelfSigned) Rotate(ca *CA, previous ...*CA) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := s.ca == nil || ca == nil || !s.ca.Cert.Equal(ca.Cert)
-	s.ca, s.previous = ca, previous
+	s.ca, s.previous, s.unavailable = ca, previous, nil
 	return changed
 }
 
@@ -130,13 +140,16 @@ func (s *SelfSigned) CA() *CA {
 }
 
 // snapshot returns the signing CA and the trust bundle as one consistent pair.
-func (s *SelfSigned) snapshot() (*CA, []byte) {
+func (s *SelfSigned) snapshot() (*CA, []byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.ca == nil {
-		return nil, nil
+	switch {
+	case s.ca == nil && s.unavailable != nil:
+		return nil, nil, fmt.Errorf("self-signed webhook certificates cannot be issued: %w", s.unavailable)
+	case s.ca == nil:
+		return nil, nil, errors.New("self-signed certificate provider has no CA")
 	}
-	return s.ca, s.trustBundle()
+	return s.ca, s.trustBundle(), nil
 }
 
 // NeedsRotation reports whether the CA should be replaced at now: from RotateAt on, when a third of
@@ -169,9 +182,9 @@ func (*SelfSigned) Name() string { return SelfSignedName }
 
 // Objects implements Provider: the serving Secret (type kubernetes.io/tls, with ca.crt).
 func (s *SelfSigned) Objects(svc Service) ([]client.Object, error) {
-	ca, bundle := s.snapshot()
-	if ca == nil {
-		return nil, errors.New("self-signed certificate provider has no CA")
+	ca, bundle, err := s.snapshot()
+	if err != nil {
+		return nil, err
 	}
 	certPEM, keyPEM, err := servingCert(ca, svc)
 	if err != nil {
@@ -202,9 +215,9 @@ func (*SelfSigned) ModifyService(*corev1.Service) {}
 
 // CAInjection implements Provider: the CA certificate as caBundle.
 func (s *SelfSigned) CAInjection(Service) (Injection, error) {
-	ca, bundle := s.snapshot()
-	if ca == nil {
-		return Injection{}, errors.New("self-signed certificate provider has no CA")
+	_, bundle, err := s.snapshot()
+	if err != nil {
+		return Injection{}, err
 	}
 	return Injection{CABundle: bundle}, nil
 }
