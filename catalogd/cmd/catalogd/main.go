@@ -147,6 +147,9 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := mgr.Add(srv); err != nil {
 		return err
 	}
+	if err := mgr.AddReadyzCheck("content-cert", srv.CertReady); err != nil {
+		return err
+	}
 	if err := f.setupMetadataAPI(mgr, store); err != nil {
 		return err
 	}

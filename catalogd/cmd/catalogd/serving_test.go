@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +69,17 @@ func TestContentEndpointReloadsRotatedCertificate(t *testing.T) {
 	rotateSecretVolume(t, dir, "second")
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, served("second")); err != nil {
 		t.Fatalf("after rotation still serving %q: %v", got, err)
+	}
+	if err := srv.CertReady(nil); err != nil {
+		t.Fatalf("readiness with a good certificate: %v", err)
+	}
+	// A rotation that writes a broken key: not ready, with the reason; the last good one is served.
+	check(t, os.WriteFile(filepath.Join(dir, "tls.key"), []byte("broken"), 0o600))
+	if err := srv.CertReady(nil); err == nil || !strings.Contains(err.Error(), "cannot be loaded (still serving the previous one)") {
+		t.Fatalf("readiness with a broken key: %v", err)
+	}
+	if got := servedCN(t, addr.String()); got != "second" {
+		t.Fatalf("after a broken rotation serving %q, want the previous certificate", got)
 	}
 	cancel()
 	check(t, <-done)

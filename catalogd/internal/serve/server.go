@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,6 +35,28 @@ type Server struct {
 
 	// listener is set by Listen (tests listen on port 0 and read the address back).
 	listener net.Listener
+	// cert watches CertFile/KeyFile once Start loaded them (nil before, and without CertFile).
+	mu   sync.Mutex
+	cert *certwatcher.CertWatcher
+}
+
+// CertReady is a readiness check: with CertFile set it fails, with the reason, while the certificate
+// files cannot be loaded (a broken rotation; the previous certificate is still served) or before
+// Start loaded them.
+func (s *Server) CertReady(*http.Request) error {
+	if s.Insecure || s.CertFile == "" {
+		return nil
+	}
+	s.mu.Lock()
+	w := s.cert
+	s.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("the content endpoint's certificate %s is not loaded yet", s.CertFile)
+	}
+	if err := w.ReadCertificate(); err != nil {
+		return fmt.Errorf("the content endpoint's certificate %s / %s cannot be loaded (still serving the previous one): %w", s.CertFile, s.KeyFile, err)
+	}
+	return nil
 }
 
 // Validate checks the flag combination.
@@ -87,7 +110,14 @@ func (s *Server) Start(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("loading --tls-cert-file %s / --tls-key-file %s: %w", s.CertFile, s.KeyFile, err)
 			}
-			go func() { _ = w.Start(ctx) }()
+			go func() {
+				if err := w.Start(ctx); err != nil {
+					s.Log.Error(err, "watching the content endpoint's certificate files failed; changes are not picked up", "cert", s.CertFile, "key", s.KeyFile)
+				}
+			}()
+			s.mu.Lock()
+			s.cert = w
+			s.mu.Unlock()
 			cfg.GetCertificate = w.GetCertificate
 		} else {
 			cert, err := selfSigned(l.Addr())

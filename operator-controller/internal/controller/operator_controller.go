@@ -267,9 +267,9 @@ func (r *OperatorReconciler) ensureFinalizer(ctx context.Context, op *operatorsv
 	return nil
 }
 
-// finalize passes the deleted Operator's policies to its BundleDeployment, then lets it go: the
-// garbage collector then removes the BundleDeployment (and rukpak deletes or orphans what it
-// installed) and the namespace created for the Operator, unless it was released for Orphan.
+// finalize passes the deleted Operator's policies to its BundleDeployment and deletes it (rukpak then
+// deletes or orphans what it installed), then lets the Operator go; the garbage collector removes the
+// namespace created for the Operator, unless it was released for Orphan.
 func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1.Operator) error {
 	if !controllerutil.ContainsFinalizer(op, Finalizer) {
 		return nil
@@ -281,6 +281,11 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 	if bd != nil && bd.DeletionTimestamp.IsZero() {
 		if _, err := r.ensurePolicies(ctx, op, bd); err != nil {
 			return err
+		}
+		// Delete it now rather than leave it to the garbage collector, which may not watch the
+		// Operator kind yet on a fresh cluster (its discovery refresh takes up to 30 s).
+		if err := r.Client.Delete(ctx, bd, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting BundleDeployment %q of the deleted Operator: %w", bd.Name, err)
 		}
 	}
 	patch := client.MergeFrom(op.DeepCopy())

@@ -113,8 +113,12 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 		return nil, fmt.Errorf("creating the %s manager: %w", o.Component, err)
 	}
 	if certs != nil {
-		// Reloads the metrics certificate on every replica, leader or not.
+		// Reloads the metrics certificate on every replica, leader or not; a certificate that cannot
+		// be loaded makes the replica not ready, with the reason.
 		if err := mgr.Add(certs); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("metrics-cert", CertReady(certs, "metrics", o.MetricsCertDir)); err != nil {
 			return nil, err
 		}
 	}

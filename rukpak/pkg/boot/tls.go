@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"net/http"
+
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -31,6 +34,19 @@ func WatchServingCert(dir string) (*certwatcher.CertWatcher, error) {
 		return nil, fmt.Errorf("loading the serving certificate from %s: %w", dir, err)
 	}
 	return w.WithWatchInterval(CertReloadInterval), nil
+}
+
+// CertReady is a readiness check for a watched serving certificate: it reads the pair from disk
+// again and fails, naming what and where, when it cannot be loaded (a rotation that wrote a broken or
+// mismatched pair). The watcher logs the same error on its own re-reads; the last good certificate
+// keeps being served meanwhile, and the check passes again once the files are fixed.
+func CertReady(w *certwatcher.CertWatcher, what, dir string) healthz.Checker {
+	return func(*http.Request) error {
+		if err := w.ReadCertificate(); err != nil {
+			return fmt.Errorf("the %s serving certificate in %s cannot be loaded (still serving the previous one): %w", what, dir, err)
+		}
+		return nil
+	}
 }
 
 // metricsOptions are the metrics server options: HTTPS behind TokenReview/SubjectAccessReview, TLS 1.2

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +88,32 @@ func TestMetricsCertDirMustHoldAKeyPair(t *testing.T) {
 	opts, w, err := o.metricsOptions()
 	if err != nil || w != nil || len(opts.TLSOpts) != 1 {
 		t.Errorf("no cert dir: %v %v %v", opts, w, err)
+	}
+}
+
+// A rotation that writes a broken pair makes the readiness check fail with the reason, while the
+// last good certificate is still served; fixing the files makes it pass again.
+func TestCertReadyReportsABrokenRotation(t *testing.T) {
+	dir := t.TempDir()
+	writeSecretVolume(t, dir, "good")
+	w, err := WatchServingCert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := CertReady(w, "metrics", dir)
+	if err := check(nil); err != nil {
+		t.Fatalf("a valid certificate: %v", err)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), []byte("-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n"), 0o600))
+	err = check(nil)
+	if err == nil || !strings.Contains(err.Error(), "the metrics serving certificate in "+dir+" cannot be loaded (still serving the previous one)") {
+		t.Fatalf("a broken key: %v", err)
+	}
+	if c, err := w.GetCertificate(nil); err != nil || c == nil || c.Leaf != nil && c.Leaf.Subject.CommonName != "good" {
+		t.Fatalf("the previous certificate must still be served: %v", err)
+	}
+	writeSecretVolume(t, dir, "fixed")
+	if err := check(nil); err != nil {
+		t.Fatalf("after fixing the files: %v", err)
 	}
 }

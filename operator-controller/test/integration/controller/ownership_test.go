@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -150,6 +151,23 @@ func TestDeletingRightAfterOrphanKeepsOrphan(t *testing.T) {
 		return fmt.Errorf("finalizers %v", op.Finalizers)
 	})
 
+	// rukpak's finalizer holds a deleted BundleDeployment until it has uninstalled or orphaned; this
+	// one stands in for it (envtest runs no rukpak), so the policy it was deleted with can be read.
+	bd, err := getBD("lambda-op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd.Finalizers = append(bd.Finalizers, "test.olmv1.io/hold")
+	if err := k8s.Update(t.Context(), bd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if bd, err := getBD("lambda-op"); err == nil {
+			bd.Finalizers = nil
+			_ = k8s.Update(context.Background(), bd)
+		}
+	})
+
 	updateOperator(t, "lambda-op", func(op *operatorsv1alpha1.Operator) { op.Spec.DeletionPolicy = rukpakv1alpha1.DeletionPolicyOrphan })
 	op, err := getOperator("lambda-op")
 	if err != nil {
@@ -164,11 +182,14 @@ func TestDeletingRightAfterOrphanKeepsOrphan(t *testing.T) {
 		}
 		return nil
 	})
-	bd, err := getBD("lambda-op")
-	if err != nil {
+	if bd, err = getBD("lambda-op"); err != nil {
 		t.Fatal(err)
 	}
 	if bd.Spec.DeletionPolicy != rukpakv1alpha1.DeletionPolicyOrphan {
 		t.Fatalf("the Operator went away while its BundleDeployment still said deletionPolicy %q", bd.Spec.DeletionPolicy)
+	}
+	// operator-controller deletes the BundleDeployment itself (not only through the garbage collector).
+	if bd.DeletionTimestamp.IsZero() {
+		t.Fatal("the BundleDeployment of the deleted Operator was not deleted")
 	}
 }
