@@ -103,6 +103,17 @@ test-integration: $(DEV) ## Integration tier: each controller's tests against a 
 test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control plane (or $$KUBECONFIG) with the three controllers as processes.
 	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
 
+# `make chaos SEED=… ROUNDS=…` runs only the chaos specs (docs/chaos.md): each controller is killed
+# with SIGKILL at seeded random points and restarted. SEED (default: the clock) and ROUNDS (kill points
+# per scenario, default 3) reach the suite as CHAOS_SEED and CHAOS_ROUNDS; CHAOS_REPORT=<file> keeps
+# the summary table. The chaos label also runs as part of `make test-e2e`.
+SEED         ?= $(CHAOS_SEED)
+ROUNDS       ?= $(CHAOS_ROUNDS)
+
+.PHONY: chaos
+chaos: ## E2E chaos specs only: kill -9 the controllers at seeded random points (SEED=, ROUNDS=; see docs/chaos.md).
+	CHAOS_SEED='$(SEED)' CHAOS_ROUNDS='$(ROUNDS)' $(MAKE) --no-print-directory test-e2e E2E_LABELS=chaos
+
 # Benchmark name pattern for `make bench`, e.g. BENCH=OperatorsInstall (the cluster benchmarks of
 # issues 7 and 8 are e2e/bench's BenchmarkBundleDeploymentsScale and BenchmarkOperatorsInstall).
 BENCH        ?= .

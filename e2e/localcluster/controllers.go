@@ -44,6 +44,13 @@ type Controller struct {
 	HealthURL string
 	// MetricsAddr is where the controller serves metrics over HTTPS.
 	MetricsAddr string
+
+	// bin, args and logDir are how the process was started, so that Restart can start it again the
+	// same way (restart.go); restarts counts the restarts.
+	bin      string
+	args     []string
+	logDir   string
+	restarts int
 }
 
 // StartControllers runs bin/catalogd, bin/rukpak and bin/operator-controller against kubeconfig, each
@@ -63,11 +70,13 @@ func StartControllers(binDir, kubeconfig, logDir string, extraArgs map[string][]
 			"--metrics-bind-address=" + metrics,
 			"--leader-elect=false",
 		}, extraArgs[name]...)
-		p, err := startProcess(name, logDir, false, filepath.Join(binDir, name), args...)
+		bin := filepath.Join(binDir, name)
+		p, err := startProcess(name, logDir, false, bin, args...)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, &Controller{Process: p, HealthURL: "http://" + health + "/readyz", MetricsAddr: metrics})
+		out = append(out, &Controller{Process: p, HealthURL: "http://" + health + "/readyz", MetricsAddr: metrics,
+			bin: bin, args: args, logDir: logDir})
 	}
 	return out, nil
 }

@@ -415,8 +415,10 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 				len(st.leftAlone), keyList(st.leftAlone))
 		}
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
-		if st.applied.Changed || len(bd.Status.History) == 0 {
-			r.setHistory(bd) // re-applying the deployed revision leaves the history as it is
+		// Re-applying the deployed revision leaves the history as it is, unless it does not show that
+		// revision yet (a crash between recording a revision and writing the status).
+		if st.applied.Changed || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
+			r.setHistory(bd)
 		}
 	case se != nil && se.condition == rukpakv1alpha1.TypeInstalled:
 		msg := se.Error()

@@ -137,10 +137,14 @@ func (deleting) Update(e event.UpdateEvent) bool {
 
 // appliedChanged passes the events of applied objects that can need a reconcile: deletions, changes
 // of their spec or metadata (drift), and status changes of the kinds health looks at. Creations are
-// rukpak's own applies.
+// rukpak's own applies, or the initial list of a watch that starts after a restart: those of the
+// kinds health looks at pass (as health-only triggers), so that a Deployment that became ready while
+// a restarted rukpak was starting its watches is seen at once, not at the next 30 s re-check.
 type appliedChanged struct{ predicate.Funcs }
 
-func (appliedChanged) Create(event.CreateEvent) bool { return false }
+func (appliedChanged) Create(e event.CreateEvent) bool {
+	return e.Object != nil && health.StatusKinds[e.Object.GetObjectKind().GroupVersionKind().GroupKind()]
+}
 
 func (appliedChanged) Update(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld, e.ObjectNew
@@ -196,8 +200,9 @@ func (t *triggers) take(name string) bool {
 	return ok && healthOnly
 }
 
-// handler enqueues the owner of an event's object, noting whether the event was health-only: updates
-// for which healthOnly says so, and other events when othersHealthOnly is set (EndpointSlices).
+// handler enqueues the owner of an event's object, noting whether the event was health-only:
+// creations, updates for which healthOnly says so, and other events when othersHealthOnly is set
+// (EndpointSlices).
 func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealthOnly bool) handler.EventHandler {
 	enqueue := func(o client.Object, only bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range ownerRequest(context.Background(), o) {
@@ -207,7 +212,7 @@ func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealth
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, othersHealthOnly, q)
+			enqueue(e.Object, true, q) // a creation is not drift: at most health changed
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(e.ObjectNew, healthOnly(e), q)

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
@@ -54,5 +55,29 @@ func TestTriggersHealthOnlyUntilAnyOtherEvent(t *testing.T) {
 	var none *triggers
 	if none.take("a") {
 		t.Error("without triggers every reconcile applies")
+	}
+}
+
+// Creations of the kinds health looks at pass (the initial list of a watch started after a restart
+// may be the only event saying a Deployment became ready); others are rukpak's own applies.
+func TestAppliedChangedPassesCreationsOfHealthKinds(t *testing.T) {
+	obj := func(apiVersion, kind string) client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		return u
+	}
+	for _, tc := range []struct {
+		obj  client.Object
+		want bool
+	}{
+		{obj("apps/v1", "Deployment"), true},
+		{obj("apiextensions.k8s.io/v1", "CustomResourceDefinition"), true},
+		{obj("v1", "ConfigMap"), false},
+		{obj("rbac.authorization.k8s.io/v1", "ClusterRole"), false},
+	} {
+		if got := (appliedChanged{}).Create(event.CreateEvent{Object: tc.obj}); got != tc.want {
+			t.Errorf("%s: Create = %v, want %v", tc.obj.GetObjectKind().GroupVersionKind().Kind, got, tc.want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -57,7 +56,7 @@ func (o *Options) metricsOptions() (metricsserver.Options, *certwatcher.CertWatc
 	opts := metricsserver.Options{
 		BindAddress:    o.MetricsBindAddress,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsAuth,
 	}
 	var w *certwatcher.CertWatcher
 	if o.MetricsCertDir != "" && o.MetricsBindAddress != "0" {
