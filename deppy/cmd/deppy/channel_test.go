@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,82 +10,17 @@ import (
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
 
-// channelCatalog: the default channel's head (stable 1.4.0) is lower than another channel's highest
-// version, a release (candidate 2.0.0) and a pre-release (nightly 2.1.0-nightly.20260101); app
-// depends on op.
-const channelCatalog = `---
-schema: olm.package
-name: op
-defaultChannel: stable
----
-schema: olm.channel
-package: op
-name: stable
-entries:
-- name: op.v1.3.0
-- name: op.v1.4.0
-  replaces: op.v1.3.0
----
-schema: olm.channel
-package: op
-name: candidate
-entries:
-- name: op.v1.4.0
-- name: op.v2.0.0
-  replaces: op.v1.4.0
----
-schema: olm.channel
-package: op
-name: nightly
-entries:
-- name: op.v2.1.0-nightly.20260101
----
-schema: olm.bundle
-package: op
-name: op.v1.3.0
-image: example.com/op:1.3.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 1.3.0}}
----
-schema: olm.bundle
-package: op
-name: op.v1.4.0
-image: example.com/op:1.4.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 1.4.0}}
----
-schema: olm.bundle
-package: op
-name: op.v2.0.0
-image: example.com/op:2.0.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 2.0.0}}
----
-schema: olm.bundle
-package: op
-name: op.v2.1.0-nightly.20260101
-image: example.com/op:2.1.0-nightly.20260101
-properties:
-- {type: olm.package, value: {packageName: op, version: 2.1.0-nightly.20260101}}
----
-schema: olm.package
-name: app
-defaultChannel: stable
----
-schema: olm.channel
-package: app
-name: stable
-entries:
-- name: app.v1.0.0
----
-schema: olm.bundle
-package: app
-name: app.v1.0.0
-image: example.com/app:1.0.0
-properties:
-- {type: olm.package, value: {packageName: app, version: 1.0.0}}
-- {type: olm.package.required, value: {packageName: op, versionRange: ">=1.0.0"}}
-`
+// channelCatalog is the catalog shape of the one channel rule, shared with operator-controller's
+// resolver test.
+var channelCatalog = mustRead("../../pkg/olm/testdata/channel-rule/catalog.yaml")
+
+func mustRead(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
 
 // TestResolveChoosesDefaultChannelHead: with no channel, deppy resolve takes the default channel's
 // head, as operator-controller does (operator-controller/internal/resolve tests the same catalog

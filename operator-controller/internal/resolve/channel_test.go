@@ -14,83 +14,15 @@ import (
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
 
-// channelFBC is the shape on which `deppy resolve` and operator-controller used to disagree: the
-// default channel's head (stable 1.4.0) is lower than another channel's highest version, a release
-// (candidate 2.0.0) and a pre-release (nightly 2.1.0-nightly.20260101). app depends on op.
-const channelFBC = `
-schema: olm.package
-name: op
-defaultChannel: stable
----
-schema: olm.channel
-package: op
-name: stable
-entries:
-- name: op.v1.3.0
-- name: op.v1.4.0
-  replaces: op.v1.3.0
----
-schema: olm.channel
-package: op
-name: candidate
-entries:
-- name: op.v1.4.0
-- name: op.v2.0.0
-  replaces: op.v1.4.0
----
-schema: olm.channel
-package: op
-name: nightly
-entries:
-- name: op.v2.1.0-nightly.20260101
----
-schema: olm.bundle
-package: op
-name: op.v1.3.0
-image: registry.test/op:1.3.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 1.3.0}}
----
-schema: olm.bundle
-package: op
-name: op.v1.4.0
-image: registry.test/op:1.4.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 1.4.0}}
----
-schema: olm.bundle
-package: op
-name: op.v2.0.0
-image: registry.test/op:2.0.0
-properties:
-- {type: olm.package, value: {packageName: op, version: 2.0.0}}
----
-schema: olm.bundle
-package: op
-name: op.v2.1.0-nightly.20260101
-image: registry.test/op:2.1.0-nightly.20260101
-properties:
-- {type: olm.package, value: {packageName: op, version: 2.1.0-nightly.20260101}}
----
-schema: olm.package
-name: app
-defaultChannel: stable
----
-schema: olm.channel
-package: app
-name: stable
-entries:
-- name: app.v1.0.0
----
-schema: olm.bundle
-package: app
-name: app.v1.0.0
-image: registry.test/app:1.0.0
-properties:
-- {type: olm.package, value: {packageName: app, version: 1.0.0}}
-- {type: olm.package.required, value: {packageName: op, versionRange: ">=1.0.0"}}
-`
-
+// channelFBC is the shape on which `deppy resolve` and operator-controller used to disagree (see the
+// file's header), shared with deppy's CLI test.
+var channelFBC = func() string {
+	data, err := os.ReadFile("../../../deppy/pkg/olm/testdata/channel-rule/catalog.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 // TestDefaultChannelFirst: with no channel both operator-controller's resolver and the deppy CLI
 // (the real binary, built from deppy/cmd/deppy) choose the default channel's head, not a higher
 // version (or pre-release) of another channel; an explicit channel is used as given.
