@@ -2,11 +2,14 @@ package catalogs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
@@ -20,9 +23,11 @@ type Cache struct {
 
 	mu       sync.Mutex
 	catalogs map[string]cached // by catalog name
+	retries  map[string]*retry // by catalog name: read content that did not match
 	indexKey string
 	index    *olm.Index
 	reads    int
+	now      func() time.Time // time.Now; tests set it
 }
 
 type cached struct {
@@ -37,7 +42,9 @@ func Serving(c *catalogdv1alpha1.Catalog) bool {
 
 // Index returns the index of the serving catalogs among cats (reading only those whose content hash
 // is new) and their names. An error reading any catalog fails the call: resolving without a catalog
-// could move Operators to other bundles.
+// could move Operators to other bundles. So does content that is not what the catalog's status names
+// (a *ContentMismatchError, see verify.go): it is not cached, and the catalog is read again after a
+// backoff (until then the call returns the same error without reading).
 func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*olm.Index, []string, error) {
 	var serving []*catalogdv1alpha1.Catalog
 	for i := range cats {
@@ -61,6 +68,7 @@ func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*ol
 	}
 	if c.catalogs == nil {
 		c.catalogs = map[string]cached{}
+		c.retries = map[string]*retry{}
 	}
 	list := make([]*olm.Catalog, 0, len(serving))
 	keep := map[string]bool{}
@@ -68,12 +76,7 @@ func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*ol
 		keep[cat.Name] = true
 		entry, ok := c.catalogs[cat.Name]
 		if !ok || entry.hash != cat.Status.ContentHash {
-			cfg, err := c.Reader.ReadCatalog(ctx, cat.Name)
-			if err != nil {
-				return nil, nil, err
-			}
-			c.reads++
-			oc, err := olm.NewCatalog(cat.Name, int(cat.Spec.Priority), cfg)
+			oc, err := c.load(ctx, cat)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -90,12 +93,75 @@ func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*ol
 			delete(c.catalogs, name)
 		}
 	}
+	for name := range c.retries {
+		if !keep[name] {
+			delete(c.retries, name)
+		}
+	}
 	idx, err := olm.NewIndex(list...)
 	if err != nil {
 		return nil, nil, err
 	}
 	c.index, c.indexKey = idx, key
 	return idx, names, nil
+}
+
+// load reads cat's content, checks that it is the content cat's status names, and parses it. A
+// mismatch is remembered: until its retry time, load returns it again without reading.
+func (c *Cache) load(ctx context.Context, cat *catalogdv1alpha1.Catalog) (*olm.Catalog, error) {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	r := c.retries[cat.Name]
+	if r != nil && r.hash != cat.Status.ContentHash {
+		r = nil // the status names other content now: read it at once
+		delete(c.retries, cat.Name)
+	}
+	if r != nil && now().Before(r.next) {
+		return nil, r.pending(now())
+	}
+	cfg, err := c.read(ctx, cat)
+	if mismatch := (*ContentMismatchError)(nil); errors.As(err, &mismatch) {
+		if r == nil {
+			r = &retry{hash: cat.Status.ContentHash}
+			c.retries[cat.Name] = r
+		}
+		return nil, r.failed(mismatch, now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	delete(c.retries, cat.Name)
+	c.reads++
+	return olm.NewCatalog(cat.Name, int(cat.Spec.Priority), cfg)
+}
+
+// read reads cat's content with c.Reader and checks it: against status.contentHash when the reader
+// gives the blobs (a BlobReader), and against status.counts when catalogd reported them.
+func (c *Cache) read(ctx context.Context, cat *catalogdv1alpha1.Catalog) (*declcfg.DeclarativeConfig, error) {
+	var cfg *declcfg.DeclarativeConfig
+	if br, ok := c.Reader.(BlobReader); ok {
+		metas, err := br.ReadBlobs(ctx, cat.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := verifyBlobs(ctx, cat, metas); err != nil {
+			return nil, err
+		}
+		if cfg, err = parseBlobs(cat.Name, metas); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if cfg, err = c.Reader.ReadCatalog(ctx, cat.Name); err != nil {
+			return nil, err
+		}
+	}
+	if err := verifyCounts(cat, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // Reads returns how many times a catalog's content was read (for tests and metrics).

@@ -1,6 +1,7 @@
 // Package catalogs reads the content of served Catalogs through the CatalogMetadata API and keeps it,
 // parsed and indexed for resolution, per catalog content hash: a catalog whose status.contentHash did
-// not change is not read again.
+// not change is not read again. What is read is checked against that hash first (verify.go): content
+// that catalogd has not loaded yet is neither cached nor resolved with.
 package catalogs
 
 import (
@@ -21,6 +22,16 @@ type ContentReader interface {
 	ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error)
 }
 
+// BlobReader is a ContentReader that can also give the blobs as read, unparsed: the Cache then
+// checks them against the Catalog's status.contentHash before it parses, caches or resolves with
+// them (see ContentHash). MetadataReader is one.
+type BlobReader interface {
+	ContentReader
+	ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error)
+}
+
+var _ BlobReader = &MetadataReader{}
+
 // MetadataReader reads a catalog's blobs from catalogd's CatalogMetadata API (list with the field
 // selector spec.catalog=<name>, paginated).
 type MetadataReader struct {
@@ -33,6 +44,15 @@ type MetadataReader struct {
 
 // ReadCatalog lists every blob of the catalog and assembles them into a DeclarativeConfig.
 func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error) {
+	metas, err := r.ReadBlobs(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return parseBlobs(name, metas)
+}
+
+// ReadBlobs lists every blob of the catalog.
+func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
 	limit := r.PageSize
 	if limit <= 0 {
 		limit = 500
@@ -58,6 +78,11 @@ func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg
 			break
 		}
 	}
+	return metas, nil
+}
+
+// parseBlobs assembles a catalog's blobs into a DeclarativeConfig.
+func parseBlobs(name string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig, error) {
 	cfg, err := declcfg.LoadSlice(metas)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %q: parsing its %d blobs: %w", name, len(metas), err)

@@ -135,9 +135,20 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if obs.resolveErr != nil {
 		l.Info("resolution could not run", "error", obs.resolveErr.Error())
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: retryResolution(obs.resolveErr)}, nil
 	}
 	return ctrl.Result{}, stepErr
+}
+
+// retryResolution is when to reconcile again after resolution could not run: 30 s, or sooner when
+// the content read of a catalog was not what its status names (catalogd is still loading it, and no
+// Catalog event will say when it is done): when the catalog cache reads it again, with backoff.
+func retryResolution(err error) time.Duration {
+	var mismatch *catalogs.ContentMismatchError
+	if errors.As(err, &mismatch) && mismatch.RetryAfter > 0 {
+		return mismatch.RetryAfter
+	}
+	return 30 * time.Second
 }
 
 // DefaultMaxConcurrentReconciles is the number of Operators reconciled at once when

@@ -45,7 +45,11 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	var bundle *resolve.Bundle
 	switch {
 	case obs.resolveErr != nil:
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, obs.resolveErr.Error())
+		msg := obs.resolveErr.Error()
+		if obs.bd != nil {
+			msg += fmt.Sprintf(" (the installed bundle %s stays installed)", obs.bd.Annotations[AnnotationBundleName])
+		}
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, msg)
 	case obs.outcome == nil:
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionUnknown, operatorsv1alpha1.ReasonResolutionPending, "resolution has not run yet")
 	case obs.outcome.Bundle == nil:

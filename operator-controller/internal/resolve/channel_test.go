@@ -23,6 +23,7 @@ var channelFBC = func() string {
 	}
 	return string(data)
 }()
+
 // TestDefaultChannelFirst: with no channel both operator-controller's resolver and the deppy CLI
 // (the real binary, built from deppy/cmd/deppy) choose the default channel's head, not a higher
 // version (or pre-release) of another channel; an explicit channel is used as given.
