@@ -16,6 +16,7 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
 	"github.com/olmv1/olmv1/catalogd/internal/metadataapi"
+	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
@@ -157,11 +158,19 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// Every replica unpacks and serves every Catalog from its own store: the leader's reconciler from
+	// spec (and it alone writes status), the others' Syncer exactly the source the status names.
+	loader := replica.NewLoader(unpacker, store, f.namespace)
+	syncer := &replica.Syncer{Loader: loader}
+	if err := syncer.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("catalogs", syncer.ReadyCheck); err != nil {
+		return err
+	}
 	return (&controller.CatalogReconciler{
 		Client:         mgr.GetClient(),
-		Unpacker:       unpacker,
-		Store:          store,
-		Namespace:      f.namespace,
+		Loader:         loader,
 		ContentBaseURL: base,
 		Recorder:       mgr.GetEventRecorder("catalogd"),
 	}).SetupWithManager(mgr)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,25 +22,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/fbc"
+	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
-	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
 // Finalizer removes a Catalog's stored and cached content before the Catalog goes away.
 const Finalizer = "catalogd.operatorframework.io/delete-content"
 
-// CatalogReconciler reconciles Catalogs.
+// CatalogReconciler reconciles Catalogs. It runs on the leader only and is the only writer of
+// status; every other replica serves what the status names through replica.Syncer.
 type CatalogReconciler struct {
 	Client client.Client
 	// Reader reads Catalogs without the cache (start-up clean-up of orphaned content); defaults to
 	// the manager's API reader.
-	Reader   client.Reader
-	Unpacker source.Unpacker
-	Store    *storage.Store
-	// Namespace is where the ConfigMaps and Secrets named by sources are read from.
-	Namespace string
+	Reader client.Reader
+	// Loader fetches, parses and stores content (and removes it); give the same Loader to the
+	// replica.Syncer of this process. Its Namespace is where the ConfigMaps and Secrets named by
+	// sources are read from, and whose ConfigMaps are watched.
+	Loader *replica.Loader
 	// ContentBaseURL is the scheme and address of the content endpoint, e.g. https://127.0.0.1:7082;
 	// status.contentURL is ContentBaseURL + /catalogs/<name>/all.json.
 	ContentBaseURL string
@@ -69,7 +67,7 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			deletingPredicate()))).
 		Named("catalog")
-	if r.Namespace != "" {
+	if r.Loader.Namespace != "" {
 		cms, err := r.configMapSource(mgr)
 		if err != nil {
 			return err
@@ -82,8 +80,6 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func deletingPredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 }
-
-func sourceKey(name string) string { return "catalog/" + name }
 
 // Reconcile runs the steps: finalize (when deleting) or ensureFinalizer → unpack → parse → store,
 // then sets the conditions once and patches status once.
@@ -102,7 +98,7 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	before := cat.DeepCopy()
-	served, _ := r.Store.Get(cat.Name)
+	served, _ := r.Loader.Store.Get(cat.Name)
 	if needsPending(cat) {
 		// Say that the new generation is being unpacked before a possibly long fetch.
 		setConditions(cat, unpackOutcome{reason: catalogdv1alpha1.ReasonPending,
@@ -113,12 +109,12 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		before = cat.DeepCopy()
 	}
 
-	out, stepErr := r.unpackAndStore(ctx, cat, served)
-	served, _ = r.Store.Get(cat.Name)
-	setConditions(cat, out, served)
-	if served != nil && served.Hash == cat.Status.ContentHash {
-		contentBytes.WithLabelValues(cat.Name).Set(float64(served.Size))
+	out, stepErr := r.unpackAndStore(ctx, cat)
+	if stepErr != nil {
+		r.keepLastGood(ctx, cat)
 	}
+	served, _ = r.Loader.Store.Get(cat.Name)
+	setConditions(cat, out, served)
 	if err := r.patchStatus(ctx, before, cat); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}
@@ -161,54 +157,19 @@ func retryable(err error) bool {
 // unpackAndStore fetches the source, parses and validates it, and swaps it in. On success it
 // updates the status fields that describe the served content; on failure it leaves them alone, so
 // they keep describing the last good content, which is still served.
-func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1alpha1.Catalog, served *storage.Content) (unpackOutcome, error) {
-	l := log.FromContext(ctx)
-	start := r.Now()
-	observe := func(result string) { unpackDuration.WithLabelValues(result).Observe(r.Now().Sub(start).Seconds()) }
-
-	opts := source.Options{ImageDir: "configs", Namespace: r.Namespace}
-	if served != nil && served.Hash == cat.Status.ContentHash && cat.Status.ResolvedSource != nil &&
-		cat.Status.ResolvedSource.Type == cat.Spec.Source.Type {
-		opts.Previous = cat.Status.ResolvedSource
-	}
-	res, err := r.Unpacker.Unpack(ctx, sourceKey(cat.Name), cat.Spec.Source, opts)
+func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1alpha1.Catalog) (unpackOutcome, error) {
+	res, err := r.Loader.Load(ctx, replica.Request{Catalog: cat.Name, Source: cat.Spec.Source,
+		Previous: cat.Status.ResolvedSource, PreviousHash: cat.Status.ContentHash})
 	if err != nil {
-		observe("unpack_failed")
-		msg := fmt.Sprintf("generation %d: %v", cat.Generation, err)
-		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: msg},
-			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: source.IsRetryable(err), err: err}
+		return loadFailure(cat.Generation, err)
 	}
-	if res.Unchanged && opts.Previous != nil {
-		observe("unchanged")
+	if res.Unchanged {
 		cat.Status.ServedGeneration = cat.Generation
 		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
-			message: fmt.Sprintf("generation %d: %s is unchanged (%s)", cat.Generation, describeResolved(&res.ResolvedSource), served.Hash)}, nil
+			message: fmt.Sprintf("generation %d: %s is unchanged (%s)", cat.Generation, replica.Describe(&res.Resolved), res.Content.Hash)}, nil
 	}
-
-	parsed, err := fbc.Load(ctx, os.DirFS(res.Dir))
-	if err != nil {
-		if fbc.IsInvalid(err) {
-			observe("invalid_catalog")
-			return unpackOutcome{reason: catalogdv1alpha1.ReasonInvalidCatalog,
-					message: fmt.Sprintf("generation %d: %s is not a valid file-based catalog: %v", cat.Generation, describeResolved(&res.ResolvedSource), err)},
-				&stepError{reason: catalogdv1alpha1.ReasonInvalidCatalog, err: err}
-		}
-		observe("unpack_failed")
-		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: reading the unpacked content: %v", cat.Generation, err)},
-			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
-	}
-	content, err := r.Store.Put(cat.Name, parsed)
-	// The parsed catalog is garbage now and served content lives on disk: give the memory of the
-	// parse back to the OS, so that catalogd's resident set stays small between unpacks.
-	debug.FreeOSMemory()
-	if err != nil {
-		observe("store_failed")
-		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: storing the content: %v", cat.Generation, err)},
-			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
-	}
-	observe("success")
+	content, rs := res.Content, res.Resolved
 	now := metav1.NewTime(r.Now())
-	rs := res.ResolvedSource
 	cat.Status.ResolvedSource = &rs
 	cat.Status.ContentHash = content.Hash
 	cat.Status.LastUnpacked = &now
@@ -217,10 +178,55 @@ func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1a
 		Packages: int32(content.Counts.Packages), Channels: int32(content.Counts.Channels), Bundles: int32(content.Counts.Bundles),
 	}
 	cat.Status.ContentURL = r.ContentBaseURL + serve.URLPath(cat.Name)
-	l.Info("unpacked", "hash", content.Hash, "source", describeResolved(&rs), "packages", content.Counts.Packages,
+	log.FromContext(ctx).Info("unpacked", "hash", content.Hash, "source", replica.Describe(&rs), "packages", content.Counts.Packages,
 		"channels", content.Counts.Channels, "bundles", content.Counts.Bundles, "bytes", content.Size)
 	return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
-		message: fmt.Sprintf("generation %d: unpacked %s (%s)", cat.Generation, describeResolved(&rs), content.Hash)}, nil
+		message: fmt.Sprintf("generation %d: unpacked %s (%s)", cat.Generation, replica.Describe(&rs), content.Hash)}, nil
+}
+
+// loadFailure turns a failed load of generation gen into the Unpacked outcome and a step error.
+func loadFailure(gen int64, err error) (unpackOutcome, error) {
+	var le *replica.LoadError
+	if !errors.As(err, &le) {
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: %v", gen, err)},
+			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: err}
+	}
+	switch le.Stage {
+	case replica.StageUnpack:
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: %v", gen, le.Err)},
+			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: source.IsRetryable(le.Err), err: le.Err}
+	case replica.StageInvalid:
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonInvalidCatalog,
+				message: fmt.Sprintf("generation %d: %s is not a valid file-based catalog: %v", gen, replica.Describe(le.Resolved), le.Err)},
+			&stepError{reason: catalogdv1alpha1.ReasonInvalidCatalog, err: le.Err}
+	}
+	return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: %v", gen, le.Err)},
+		&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: true, err: le.Err}
+}
+
+// keepLastGood runs after the current spec failed: when the store does not hold the content the
+// status names (this replica was restarted on an empty store, or took over from a leader that
+// unpacked it), it loads exactly that content again, the way every other replica does, so that
+// the last good content stays served. A failure is only logged: Serving then says nothing is
+// served.
+func (r *CatalogReconciler) keepLastGood(ctx context.Context, cat *catalogdv1alpha1.Catalog) {
+	want := cat.Status.ContentHash
+	if want == "" || cat.Status.ResolvedSource == nil {
+		return
+	}
+	if cur, ok := r.Loader.Store.Get(cat.Name); ok && cur.Hash == want {
+		return
+	}
+	l := log.FromContext(ctx)
+	src, err := replica.PinnedSource(cat.Spec.Source, cat.Status.ResolvedSource)
+	if err == nil {
+		_, err = r.Loader.Load(ctx, replica.Request{Catalog: cat.Name, Source: src, WantHash: want})
+	}
+	if err != nil {
+		l.Info("the last good content cannot be loaded again either", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource), "error", err.Error())
+		return
+	}
+	l.Info("serving the last good content again", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource))
 }
 
 func (r *CatalogReconciler) ensureFinalizer(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
@@ -237,13 +243,9 @@ func (r *CatalogReconciler) finalize(ctx context.Context, cat *catalogdv1alpha1.
 	if !controllerutil.ContainsFinalizer(cat, Finalizer) {
 		return nil
 	}
-	if err := r.Store.Delete(cat.Name); err != nil {
+	if err := r.Loader.Remove(ctx, cat.Name, nil); err != nil {
 		return err
 	}
-	if err := r.Unpacker.Cleanup(ctx, sourceKey(cat.Name)); err != nil {
-		return fmt.Errorf("removing the unpacked source of catalog %q: %w", cat.Name, err)
-	}
-	contentBytes.DeleteLabelValues(cat.Name)
 	r.event(cat, corev1.EventTypeNormal, "ContentDeleted", "Delete", "removed the stored content of the catalog")
 	patch := client.MergeFrom(cat.DeepCopy())
 	controllerutil.RemoveFinalizer(cat, Finalizer)

@@ -23,7 +23,7 @@ func (r *CatalogReconciler) configMapSource(mgr ctrl.Manager) (ctrlsource.TypedS
 	nsCache, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:            mgr.GetScheme(),
 		Mapper:            mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{r.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{r.Loader.Namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
 	})
 	if err != nil {

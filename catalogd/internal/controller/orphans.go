@@ -19,7 +19,7 @@ func (o orphanRemover) Start(ctx context.Context) error {
 	l := ctrl.LoggerFrom(ctx).WithName("orphans")
 	// Snapshot the store before listing: content stored after the list (a Catalog created meanwhile)
 	// is never considered.
-	stored := o.r.Store.List()
+	stored := o.r.Loader.Store.List()
 	var list catalogdv1alpha1.CatalogList
 	if err := o.r.Reader.List(ctx, &list); err != nil {
 		l.Error(err, "listing Catalogs to find orphaned content; keeping all stored content")
@@ -30,10 +30,10 @@ func (o orphanRemover) Start(ctx context.Context) error {
 		exists[c.Name] = true
 	}
 	for _, c := range stored {
-		if cur, ok := o.r.Store.Get(c.Catalog); exists[c.Catalog] || !ok || cur != c {
+		if cur, ok := o.r.Loader.Store.Get(c.Catalog); exists[c.Catalog] || !ok || cur != c {
 			continue
 		}
-		if err := o.r.Store.Delete(c.Catalog); err != nil {
+		if err := o.r.Loader.Remove(ctx, c.Catalog, nil); err != nil {
 			l.Error(err, "removing orphaned content", "catalog", c.Catalog)
 			continue
 		}

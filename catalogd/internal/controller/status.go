@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -41,12 +42,12 @@ func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *sto
 		serving.Status = metav1.ConditionTrue
 		serving.Reason = catalogdv1alpha1.ReasonServing
 		serving.Message = fmt.Sprintf("serving generation %d (%s, %s): %d packages, %d channels, %d bundles",
-			gen, describeResolved(cat.Status.ResolvedSource), served.Hash, served.Counts.Packages, served.Counts.Channels, served.Counts.Bundles)
+			gen, replica.Describe(cat.Status.ResolvedSource), served.Hash, served.Counts.Packages, served.Counts.Channels, served.Counts.Bundles)
 	default:
 		serving.Status = metav1.ConditionTrue
 		serving.Reason = catalogdv1alpha1.ReasonServingPreviousContent
 		serving.Message = fmt.Sprintf("stale: serving the last good content, from generation %d (%s, %s), because generation %d is not unpacked (see the Unpacked condition)",
-			cat.Status.ServedGeneration, describeResolved(cat.Status.ResolvedSource), served.Hash, gen)
+			cat.Status.ServedGeneration, replica.Describe(cat.Status.ResolvedSource), served.Hash, gen)
 	}
 	meta.SetStatusCondition(&cat.Status.Conditions, serving)
 	cat.Status.ObservedGeneration = gen
@@ -63,35 +64,6 @@ func shortHash(h string) string {
 		hex = hex[:12]
 	}
 	return hex
-}
-
-func describeResolved(rs *rukpakv1alpha1.ResolvedSource) string {
-	if rs == nil {
-		return "unknown source"
-	}
-	switch {
-	case rs.Image != nil:
-		return "image " + rs.Image.Ref
-	case rs.Git != nil:
-		return fmt.Sprintf("git %s at %s", rs.Git.Repository, rs.Git.Commit)
-	case rs.HTTP != nil:
-		s := "http " + rs.HTTP.URL
-		if rs.HTTP.ETag != "" {
-			s += " etag " + rs.HTTP.ETag
-		}
-		return s
-	case len(rs.ConfigMaps) > 0:
-		s := "configmaps"
-		for i, cm := range rs.ConfigMaps {
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			s += fmt.Sprintf("%s %s@%s", sep, cm.Name, cm.ResourceVersion)
-		}
-		return s
-	}
-	return string(rs.Type)
 }
 
 // pollInterval returns the source's poll interval, if any.

@@ -22,6 +22,7 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
 	"github.com/olmv1/olmv1/catalogd/internal/fbc"
+	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
@@ -97,9 +98,7 @@ func run(m *testing.M) (int, error) {
 	}
 	r := &controller.CatalogReconciler{
 		Client:         mgr.GetClient(),
-		Unpacker:       routingUnpacker{image: env.registry, other: real},
-		Store:          env.store,
-		Namespace:      namespace,
+		Loader:         replica.NewLoader(routingUnpacker{image: env.registry, other: real}, env.store, namespace),
 		ContentBaseURL: env.http.URL,
 		Recorder:       mgr.GetEventRecorder("catalogd"),
 	}

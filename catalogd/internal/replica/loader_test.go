@@ -1,0 +1,282 @@
+package replica
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
+)
+
+// fooFiles is a valid catalog of package foo whose only bundle is version.
+func fooFiles(version string) map[string]string {
+	return map[string]string{
+		"foo/catalog.json": fmt.Sprintf(`{"schema":"olm.package","name":"foo","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"foo","name":"stable","entries":[{"name":"foo.v%[1]s"}]}
+{"schema":"olm.bundle","package":"foo","name":"foo.v%[1]s","image":"example.com/foo:v%[1]s","properties":[{"type":"olm.package","value":{"packageName":"foo","version":"%[1]s"}}]}
+`, version),
+	}
+}
+
+// fakeImages is a source.Unpacker of Image sources: tags and digests map to catalog files, the
+// digest of a tag is the sha256 of its files. It honours Options.Previous and counts fetches.
+type fakeImages struct {
+	dir string
+
+	mu       sync.Mutex
+	refs     map[string]map[string]string // tag or digest reference -> files
+	digests  map[string]string            // tag or digest reference -> digest reference
+	fetches  int
+	cleanups []string
+}
+
+func newFakeImages(t *testing.T) *fakeImages {
+	return &fakeImages{dir: t.TempDir(), refs: map[string]map[string]string{}, digests: map[string]string{}}
+}
+
+// push makes tag (and its digest reference) serve files, and returns the digest reference.
+func (f *fakeImages) push(tag string, files map[string]string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := sha256.New()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%s\x00", n, files[n])
+	}
+	repo, _, _ := strings.Cut(tag, ":")
+	digest := repo + "@sha256:" + hex.EncodeToString(h.Sum(nil))
+	f.refs[tag], f.refs[digest] = files, files
+	f.digests[tag], f.digests[digest] = digest, digest
+	return digest
+}
+
+func (f *fakeImages) Unpack(_ context.Context, key string, src rukpakv1alpha1.Source, opts source.Options) (*source.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	files, ok := f.refs[src.Image.Ref]
+	if !ok {
+		return nil, &source.Error{Kind: source.KindNotFound, Reason: source.ReasonUnpackFailed, Retryable: true,
+			Message: fmt.Sprintf("image %q not found", src.Image.Ref)}
+	}
+	digest := f.digests[src.Image.Ref]
+	resolved := rukpakv1alpha1.ResolvedSource{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ResolvedImageSource{Ref: digest}}
+	dir := filepath.Join(f.dir, filepath.FromSlash(key))
+	if opts.Previous != nil && opts.Previous.Image != nil && opts.Previous.Image.Ref == digest {
+		return &source.Result{Dir: dir, ResolvedSource: resolved, Unchanged: true}, nil
+	}
+	f.fetches++
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &source.Result{Dir: dir, ResolvedSource: resolved}, nil
+}
+
+func (f *fakeImages) Cleanup(_ context.Context, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanups = append(f.cleanups, key)
+	return os.RemoveAll(filepath.Join(f.dir, filepath.FromSlash(key)))
+}
+
+func image(ref string) rukpakv1alpha1.Source {
+	return rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: ref}}
+}
+
+func newTestLoader(t *testing.T) (*Loader, *fakeImages) {
+	t.Helper()
+	store, err := storage.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs := newFakeImages(t)
+	return NewLoader(imgs, store, "olmv1-system"), imgs
+}
+
+func mustLoad(t *testing.T, l *Loader, req Request) *Result {
+	t.Helper()
+	res, err := l.Load(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Load(%+v): %v", req, err)
+	}
+	return res
+}
+
+func TestLoadStoresThenReportsUnchanged(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	digest := imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	first := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest")})
+	if first.Unchanged || first.Resolved.Image.Ref != digest {
+		t.Fatalf("first load: unchanged %v, resolved %+v, want %s", first.Unchanged, first.Resolved, digest)
+	}
+	if cur, ok := l.Store.Get("foo"); !ok || cur.Hash != first.Content.Hash {
+		t.Fatalf("store serves %v (%v), want %s", cur, ok, first.Content.Hash)
+	}
+
+	again := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest"), Previous: &first.Resolved, PreviousHash: first.Content.Hash})
+	if !again.Unchanged || again.Content.Hash != first.Content.Hash || imgs.fetches != 1 {
+		t.Errorf("same digest again: unchanged %v, hash %s, fetches %d; want unchanged, %s, 1", again.Unchanged, again.Content.Hash, imgs.fetches, first.Content.Hash)
+	}
+
+	// Previous is only trusted when the store serves PreviousHash.
+	other := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest"), Previous: &first.Resolved, PreviousHash: "sha256:other"})
+	if other.Unchanged || imgs.fetches != 2 {
+		t.Errorf("a status hash the store does not serve: unchanged %v, fetches %d; want a fetch", other.Unchanged, imgs.fetches)
+	}
+}
+
+func TestLoadStoresOnlyTheWantedHash(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest")})
+	imgs.push("reg/foo:latest", fooFiles("2.0.0"))
+
+	_, err := l.Load(t.Context(), Request{Catalog: "foo", Source: image("reg/foo:latest"), WantHash: "sha256:0000"})
+	var le *LoadError
+	if !errors.As(err, &le) || le.Stage != StageMismatch || le.Hash == "" || le.Hash == v1.Content.Hash {
+		t.Fatalf("want a Mismatch error naming the fetched hash, got %v (%+v)", err, le)
+	}
+	if !strings.Contains(err.Error(), "sha256:0000") || !strings.Contains(err.Error(), le.Hash) {
+		t.Errorf("message %q should name both hashes", err)
+	}
+	if cur, _ := l.Store.Get("foo"); cur.Hash != v1.Content.Hash {
+		t.Errorf("a mismatching load changed the store: %s, want %s", cur.Hash, v1.Content.Hash)
+	}
+
+	v2 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest"), WantHash: le.Hash})
+	if v2.Content.Hash != le.Hash {
+		t.Errorf("stored %s, want %s", v2.Content.Hash, le.Hash)
+	}
+}
+
+func TestLoadGuardRunsBeforeTheStoreChanges(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
+	imgs.push("reg/foo:v2", fooFiles("2.0.0"))
+	stop := errors.New("leading now")
+	_, err := l.Load(t.Context(), Request{Catalog: "foo", Source: image("reg/foo:v2"), Guard: func() error { return stop }})
+	if !errors.Is(err, stop) {
+		t.Fatalf("want the guard's error as is, got %v", err)
+	}
+	if cur, _ := l.Store.Get("foo"); cur.Hash != v1.Content.Hash {
+		t.Errorf("the store changed despite the guard")
+	}
+	if err := l.Remove(t.Context(), "foo", func() error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("Remove: want the guard's error, got %v", err)
+	}
+	if _, ok := l.Store.Get("foo"); !ok {
+		t.Errorf("Remove deleted the content despite the guard")
+	}
+}
+
+func TestLoadFailuresKeepTheServedContent(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
+	bad := fooFiles("2.0.0")
+	bad["foo/catalog.json"] = strings.Replace(bad["foo/catalog.json"], `"entries":[{"name":"foo.v2.0.0"}]`, `"entries":[{"name":"foo.v9"}]`, 1)
+	imgs.push("reg/foo:bad", bad)
+
+	cases := map[string]struct {
+		ref   string
+		stage Stage
+	}{
+		"not found": {ref: "reg/foo:missing", stage: StageUnpack},
+		"invalid":   {ref: "reg/foo:bad", stage: StageInvalid},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := l.Load(t.Context(), Request{Catalog: "foo", Source: image(c.ref)})
+			var le *LoadError
+			if !errors.As(err, &le) || le.Stage != c.stage {
+				t.Fatalf("want stage %s, got %v", c.stage, err)
+			}
+			if c.stage == StageInvalid && (le.Resolved == nil || le.Resolved.Image == nil) {
+				t.Errorf("an invalid catalog's error should say what it resolved to: %+v", le)
+			}
+			if cur, _ := l.Store.Get("foo"); cur.Hash != v1.Content.Hash {
+				t.Errorf("the store changed after a failure")
+			}
+		})
+	}
+}
+
+func TestRemoveDropsContentAndUnpackedSource(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
+	if err := l.Remove(t.Context(), "foo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Store.Get("foo"); ok {
+		t.Errorf("content still served after Remove")
+	}
+	if !slices.Equal(imgs.cleanups, []string{"catalog/foo"}) {
+		t.Errorf("unpacker cleanups %v, want [catalog/foo]", imgs.cleanups)
+	}
+	if err := l.Remove(t.Context(), "foo", nil); err != nil {
+		t.Errorf("removing twice: %v", err)
+	}
+}
+
+// Loads and removals of one catalog never overlap: a guard sees the state the store is left in.
+func TestLoaderSerialisesOneCatalog(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	inGuard := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Load(context.Background(), Request{Catalog: "foo", Source: image("reg/foo:v1"), Guard: func() error {
+			close(inGuard)
+			<-release
+			return nil
+		}})
+		done <- err
+	}()
+	<-inGuard
+	removed := make(chan error, 1)
+	go func() { removed <- l.Remove(context.Background(), "foo", nil) }()
+	select {
+	case err := <-removed:
+		t.Fatalf("Remove ran while a Load of the same catalog held its lock (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Store.Get("foo"); ok {
+		t.Errorf("Remove after Load: content still served")
+	}
+	if len(l.locks.m) != 0 {
+		t.Errorf("locks left behind: %v", l.locks.m)
+	}
+}
