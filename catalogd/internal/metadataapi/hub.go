@@ -2,14 +2,17 @@ package metadataapi
 
 import (
 	"crypto/sha256"
-	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
+	"errors"
+	"fmt"
 	"sort"
-	"strconv"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 )
 
 // Blob is one FBC blob of a served catalog.
@@ -26,155 +29,310 @@ type Filter struct {
 
 // ContentReader is the read side of catalogd's content store.
 type ContentReader interface {
-	// Catalogs returns the names of the catalogs whose content is served.
-	Catalogs() []string
-	// Blobs calls fn for every blob of catalog that matches f, always in the same order for the same
-	// content. A catalog that is not served has no blobs.
-	Blobs(catalog string, f Filter, fn func(Blob) error) error
+	// Hashes returns the content hash of every served catalog, by catalog name.
+	Hashes() map[string]string
+	// Open returns the served content of catalog. It stays readable until closed, even after the
+	// store replaced it. ok is false when the catalog is not served.
+	Open(catalog string) (s Snapshot, ok bool, err error)
 }
 
-// entry is what the hub remembers of one object: its identity, a hash of its content and the
-// resource version at which it last changed. Content itself stays in the store.
+// Snapshot is one immutable version of a catalog's content.
+type Snapshot interface {
+	// Hash is the content hash (the Catalog's status.contentHash).
+	Hash() string
+	// Blobs calls fn for every blob that matches f, always in the same order for the same content.
+	Blobs(f Filter, fn func(Blob) error) error
+	Close() error
+}
+
+// entry is what the hub remembers of one object: its identity and a digest of its content. Content
+// itself stays in the store. Entries are never modified.
 type entry struct {
+	object                     string // the object's name
 	catalog, schema, pkg, name string
-	hash                       [sha256.Size]byte
-	rv                         uint64
+	hash                       [sha256.Size]byte // blobDigest
+	rv                         string            // objectVersion(hash)
 }
 
+func newEntry(catalog string, b Blob) *entry {
+	d := blobDigest(catalog, b)
+	return &entry{
+		object:  ObjectName(catalog, b.Schema, b.Package, b.Name),
+		catalog: catalog, schema: b.Schema, pkg: b.Package, name: b.Name,
+		hash: d, rv: objectVersion(d),
+	}
+}
+
+// pinned keeps a Snapshot open while the hub serves it or a request still reads it.
+type pinned struct {
+	snap Snapshot
+	refs atomic.Int64
+}
+
+func newPinned(s Snapshot) *pinned {
+	p := &pinned{snap: s}
+	p.refs.Store(1) // the hub's reference
+	return p
+}
+
+// acquire is called with the hub locked, while p is served (so the hub's reference is still held).
+func (p *pinned) acquire() *pinned {
+	p.refs.Add(1)
+	return p
+}
+
+func (p *pinned) release() {
+	if p.refs.Add(-1) == 0 {
+		_ = p.snap.Close()
+	}
+}
+
+// catalogState is the served content of one catalog. It is replaced, never modified.
 type catalogState struct {
-	rv      uint64
+	hash    string
+	pin     *pinned
 	objects map[string]*entry // by object name
 }
 
-// Hub tracks resource versions of every served blob and fans out watch events. The store calls
-// Notify whenever a catalog's content is swapped in or removed.
+// Hub tracks every served object and its resourceVersion, retains recent transitions (history.go)
+// and fans out watch events. The store's subscription calls Notify whenever a catalog's content is
+// swapped in or removed; Sync catches up with anything not notified.
 type Hub struct {
 	reader ContentReader
 
+	// notifyMu serialises Notify: the content of a catalog is read outside mu.
+	notifyMu sync.Mutex
+
 	mu       sync.RWMutex
-	rv       uint64
+	rv       string
 	catalogs map[string]*catalogState
 	byName   map[string]*entry
+	history  history
 	watchers map[*hubWatcher]struct{}
 }
 
+const (
+	// historyTransitions and historyChanges bound what a Hub retains for continuing watches.
+	historyTransitions = 256
+	historyChanges     = 1 << 16
+)
+
 // NewHub indexes every catalog the reader serves.
 func NewHub(reader ContentReader) (*Hub, error) {
-	h := &Hub{reader: reader, catalogs: map[string]*catalogState{}, byName: map[string]*entry{}, watchers: map[*hubWatcher]struct{}{}}
-	for _, c := range reader.Catalogs() {
-		if err := h.Notify(c); err != nil {
-			return nil, err
-		}
+	h := &Hub{
+		reader: reader, catalogs: map[string]*catalogState{}, byName: map[string]*entry{}, watchers: map[*hubWatcher]struct{}{},
+		history: history{maxTransitions: historyTransitions, maxChanges: historyChanges},
+	}
+	h.rv = stateVersion(nil)
+	h.history.base = h.rv
+	if err := h.Sync(); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
 
-// ResourceVersion is the current version of the whole API.
-func (h *Hub) ResourceVersion() uint64 {
+// ResourceVersion is the resourceVersion of the current state.
+func (h *Hub) ResourceVersion() string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.rv
 }
 
-// Notify re-reads catalog from the store, assigns a new resource version to what changed and sends
-// ADDED, MODIFIED and DELETED events to the watchers.
-func (h *Hub) Notify(catalog string) error {
-	type change struct {
-		typ watch.EventType
-		obj *metadatav1alpha1.CatalogMetadata
-	}
-	next := map[string]*entry{}
-	var changes []change
+// knows says whether a watch or list can start from state rv here.
+func (h *Hub) knows(rv string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return rv == h.rv || h.history.retains(rv)
+}
 
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	prev := h.catalogs[catalog]
-	rv := h.rv + 1
-	err := h.reader.Blobs(catalog, Filter{}, func(b Blob) error {
-		name := ObjectName(catalog, b.Schema, b.Package, b.Name)
-		e := &entry{catalog: catalog, schema: b.Schema, pkg: b.Package, name: b.Name, hash: sha256.Sum256(b.Content), rv: rv}
-		typ := watch.Added
-		if prev != nil {
-			if old, ok := prev.objects[name]; ok {
-				if old.hash == e.hash {
-					e.rv = old.rv
-					next[name] = e
-					return nil
-				}
-				typ = watch.Modified
-			}
+// Sync brings the hub in step with the reader: every catalog whose served content differs from the
+// hub's is read again (Notify).
+func (h *Hub) Sync() error {
+	served := h.reader.Hashes()
+	h.mu.RLock()
+	var stale []string
+	for c, hash := range served {
+		if s, ok := h.catalogs[c]; !ok || s.hash != hash {
+			stale = append(stale, c)
 		}
-		next[name] = e
-		changes = append(changes, change{typ, newObject(name, e, b.Content)})
-		return nil
-	})
+	}
+	for c := range h.catalogs {
+		if _, ok := served[c]; !ok {
+			stale = append(stale, c)
+		}
+	}
+	h.mu.RUnlock()
+	sort.Strings(stale)
+	var errs []error
+	for _, c := range stale {
+		if err := h.Notify(c); err != nil {
+			errs = append(errs, fmt.Errorf("catalog %q: %w", c, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Notify re-reads catalog from the store; when its content changed it moves to the new state,
+// records the transition and sends ADDED, MODIFIED and DELETED events (then a bookmark) to watchers.
+func (h *Hub) Notify(catalog string) error {
+	h.notifyMu.Lock()
+	defer h.notifyMu.Unlock()
+	snap, served, err := h.reader.Open(catalog)
 	if err != nil {
 		return err
 	}
+	h.mu.RLock()
+	prev := h.catalogs[catalog]
+	h.mu.RUnlock()
+	if !served && prev == nil {
+		return nil
+	}
+	if served && prev != nil && prev.hash == snap.Hash() {
+		return snap.Close()
+	}
+
+	// Read the new content outside the lock: readers keep being served the previous state.
+	type event struct {
+		change
+		obj *metadatav1alpha1.CatalogMetadata
+	}
+	var events []event
+	var next *catalogState
+	if served {
+		next = &catalogState{hash: snap.Hash(), pin: newPinned(snap), objects: map[string]*entry{}}
+		err := snap.Blobs(Filter{}, func(b Blob) error {
+			e := newEntry(catalog, b)
+			if _, dup := next.objects[e.object]; dup {
+				return nil // the same identity twice: the first one is the object
+			}
+			var old *entry
+			if prev != nil {
+				old = prev.objects[e.object]
+			}
+			if old != nil && old.hash == e.hash {
+				next.objects[e.object] = old
+				return nil
+			}
+			next.objects[e.object] = e
+			typ := watch.Added
+			if old != nil {
+				typ = watch.Modified
+			}
+			events = append(events, event{change{typ: typ, old: old, new: e}, newObject(e, b.Content)})
+			return nil
+		})
+		if err != nil {
+			next.pin.release()
+			return err
+		}
+	}
 	if prev != nil {
 		for name, old := range prev.objects {
-			if _, ok := next[name]; !ok {
-				gone := *old
-				gone.rv = rv
-				changes = append(changes, change{watch.Deleted, newObject(name, &gone, nil)})
+			if next == nil || next.objects[name] == nil {
+				events = append(events, event{change{typ: watch.Deleted, old: old}, newObject(old, nil)})
 			}
 		}
 	}
-	if len(changes) == 0 {
-		return nil
+	sort.Slice(events, func(i, j int) bool { return events[i].object() < events[j].object() })
+	changes := make([]change, len(events))
+	for i, ev := range events {
+		changes[i] = ev.change
 	}
-	h.rv = rv
+
+	h.mu.Lock()
 	if prev != nil {
 		for name := range prev.objects {
 			delete(h.byName, name)
 		}
-	}
-	if len(next) == 0 {
 		delete(h.catalogs, catalog)
-	} else {
-		h.catalogs[catalog] = &catalogState{rv: rv, objects: next}
-		for name, e := range next {
+	}
+	if next != nil {
+		h.catalogs[catalog] = next
+		for name, e := range next.objects {
 			h.byName[name] = e
 		}
 	}
-	sort.SliceStable(changes, func(i, j int) bool { return changes[i].obj.Name < changes[j].obj.Name })
+	hashes := make(map[string]string, len(h.catalogs))
+	for c, s := range h.catalogs {
+		hashes[c] = s.hash
+	}
+	from := h.rv
+	h.rv = stateVersion(hashes)
+	h.history.add(transition{from: from, to: h.rv, changes: changes})
+	mark := bookmark(h.rv, false)
 	for w := range h.watchers {
-		for _, c := range changes {
-			w.send(watch.Event{Type: c.typ, Object: c.obj})
+		for _, ev := range events {
+			w.send(watch.Event{Type: ev.typ, Object: ev.obj})
 		}
+		w.send(mark)
+	}
+	h.mu.Unlock()
+
+	if prev != nil {
+		prev.pin.release()
 	}
 	return nil
 }
 
-func (h *Hub) lookup(name string) (*entry, bool) {
+// lookup returns an object's entry and its catalog's content, pinned: the caller releases it.
+func (h *Hub) lookup(name string) (*entry, *pinned, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	e, ok := h.byName[name]
-	return e, ok
+	if !ok {
+		return nil, nil, false
+	}
+	return e, h.catalogs[e.catalog].pin.acquire(), true
 }
 
-func (h *Hub) catalogRV(catalog string) uint64 {
+// view is a consistent state for one list: the served catalogs in name order, pinned.
+type view struct {
+	rv       string
+	catalogs []string
+	states   map[string]*catalogState
+}
+
+// view pins the current state; only, when set, restricts it to that catalog.
+func (h *Hub) view(only string) *view {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if s, ok := h.catalogs[catalog]; ok {
-		return s.rv
+	v := &view{rv: h.rv, states: map[string]*catalogState{}}
+	for c, s := range h.catalogs {
+		if only != "" && c != only {
+			continue
+		}
+		s.pin.acquire()
+		v.catalogs = append(v.catalogs, c)
+		v.states[c] = s
 	}
-	return 0
+	sort.Strings(v.catalogs)
+	return v
 }
 
-func (h *Hub) objectRV(name string) uint64 {
-	if e, ok := h.lookup(name); ok {
-		return e.rv
+func (v *view) release() {
+	for _, s := range v.states {
+		s.pin.release()
 	}
-	return 0
+	v.states = nil
 }
 
-func newObject(name string, e *entry, content []byte) *metadatav1alpha1.CatalogMetadata {
+// restVersion is the stateVersion of catalog from and every later catalog of the view.
+func (v *view) restVersion(from string) string {
+	hashes := map[string]string{}
+	for _, c := range v.catalogs {
+		if c >= from {
+			hashes[c] = v.states[c].hash
+		}
+	}
+	return stateVersion(hashes)
+}
+
+func newObject(e *entry, content []byte) *metadatav1alpha1.CatalogMetadata {
 	obj := &metadatav1alpha1.CatalogMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: metadatav1alpha1.SchemeGroupVersion.String(), Kind: "CatalogMetadata"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			ResourceVersion: strconv.FormatUint(e.rv, 10),
+			Name:            e.object,
+			ResourceVersion: e.rv,
 			Labels:          objectLabels(e.catalog, e.schema, e.pkg, e.name),
 		},
 		Spec: metadatav1alpha1.CatalogMetadataSpec{Catalog: e.catalog, Schema: e.schema, Package: e.pkg, Name: e.name},
@@ -185,72 +343,15 @@ func newObject(name string, e *entry, content []byte) *metadatav1alpha1.CatalogM
 	return obj
 }
 
-// hubWatcher is one open watch. Events that do not match its predicate are dropped; a watcher that
-// falls too far behind is closed so that its client lists again.
-type hubWatcher struct {
-	hub     *Hub
-	match   func(*metadatav1alpha1.CatalogMetadata) bool
-	ch      chan watch.Event
-	once    sync.Once
-	stopped bool
-}
-
-const watchBuffer = 4096
-
-func (h *Hub) watch(match func(*metadatav1alpha1.CatalogMetadata) bool, initial []*metadatav1alpha1.CatalogMetadata) *hubWatcher {
-	w := &hubWatcher{hub: h, match: match, ch: make(chan watch.Event, watchBuffer+len(initial))}
-	for _, obj := range initial {
-		w.ch <- watch.Event{Type: watch.Added, Object: obj}
+// bookmark tells a watcher that it has seen every change up to state rv; initialEnd marks the end of
+// the initial events of a watch-list request (sendInitialEvents).
+func bookmark(rv string, initialEnd bool) watch.Event {
+	obj := &metadatav1alpha1.CatalogMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: metadatav1alpha1.SchemeGroupVersion.String(), Kind: "CatalogMetadata"},
+		ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv},
 	}
-	h.watchers[w] = struct{}{}
-	return w
-}
-
-// send is called with the hub locked.
-func (w *hubWatcher) send(ev watch.Event) {
-	if w.stopped || !w.match(ev.Object.(*metadatav1alpha1.CatalogMetadata)) {
-		return
+	if initialEnd {
+		obj.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
-	select {
-	case w.ch <- ev:
-	default:
-		// The client is not keeping up: end the watch; it will list and watch again.
-		w.stopped = true
-		delete(w.hub.watchers, w)
-		close(w.ch)
-	}
-}
-
-// Stop implements watch.Interface.
-func (w *hubWatcher) Stop() {
-	w.once.Do(func() {
-		w.hub.mu.Lock()
-		defer w.hub.mu.Unlock()
-		if !w.stopped {
-			w.stopped = true
-			delete(w.hub.watchers, w)
-			close(w.ch)
-		}
-	})
-}
-
-// ResultChan implements watch.Interface.
-func (w *hubWatcher) ResultChan() <-chan watch.Event { return w.ch }
-
-// knownCatalogs returns the union of served (from the store) and the catalogs the hub still holds, so
-// that a resync also retires catalogs whose removal was not notified.
-func (h *Hub) knownCatalogs(served []string) []string {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	seen := map[string]bool{}
-	out := append([]string(nil), served...)
-	for _, c := range served {
-		seen[c] = true
-	}
-	for c := range h.catalogs {
-		if !seen[c] {
-			out = append(out, c)
-		}
-	}
-	return out
+	return watch.Event{Type: watch.Bookmark, Object: obj}
 }

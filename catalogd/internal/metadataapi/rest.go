@@ -2,12 +2,9 @@ package metadataapi
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
-	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"sort"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -17,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 )
 
 // REST is the read-only storage of catalogmetadata: Get, List, Watch and a kubectl table.
@@ -53,14 +52,15 @@ func (r *REST) NewList() runtime.Object { return &metadatav1alpha1.CatalogMetada
 
 // Get implements rest.Getter.
 func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	e, ok := r.hub.lookup(name)
+	e, pin, ok := r.hub.lookup(name)
 	if !ok {
 		return nil, apierrors.NewNotFound(Resource("catalogmetadata"), name)
 	}
+	defer pin.release()
 	var found *metadatav1alpha1.CatalogMetadata
-	err := r.hub.reader.Blobs(e.catalog, Filter{Schema: e.schema, Package: e.pkg, Name: e.name}, func(b Blob) error {
-		if ObjectName(e.catalog, b.Schema, b.Package, b.Name) == name && found == nil {
-			found = newObject(name, e, b.Content)
+	err := pin.snap.Blobs(Filter{Schema: e.schema, Package: e.pkg, Name: e.name}, func(b Blob) error {
+		if found == nil && ObjectName(e.catalog, b.Schema, b.Package, b.Name) == name {
+			found = newObject(e, b.Content)
 		}
 		return nil
 	})
@@ -111,76 +111,70 @@ func (s selection) matches(obj *metadatav1alpha1.CatalogMetadata) bool {
 	})
 }
 
-// continueToken marks where a paginated list stopped: in which catalog, after how many matching blobs,
-// and at which version of that catalog.
-type continueToken struct {
-	Catalog   string `json:"c"`
-	Offset    int    `json:"o"`
-	CatalogRV uint64 `json:"v"`
-}
-
-func decodeContinue(s string) (*continueToken, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, apierrors.NewBadRequest("invalid continue token")
-	}
-	t := &continueToken{}
-	if err := json.Unmarshal(raw, t); err != nil {
-		return nil, apierrors.NewBadRequest("invalid continue token")
-	}
-	return t, nil
-}
-
-func (t continueToken) encode() string {
-	raw, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(raw)
-}
-
 // errStop ends a store scan early once a page is full.
-var errStop = fmt.Errorf("page full")
+var errStop = errors.New("page full")
 
 // List implements rest.Lister: selectors narrow the store query where they name exact values, and
-// limit/continue page through catalogs in name order and blobs in store order.
+// limit/continue page through catalogs in name order and blobs in store order. Every page of a list
+// answers the first page's resourceVersion; a page is served only from the same content as the
+// first one had (on any replica), otherwise it is 410 Gone.
 func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	var sel selection
-	var limit int64
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	sel := newSelection(opts.LabelSelector, opts.FieldSelector)
 	var cont *continueToken
-	if opts != nil {
-		sel = newSelection(opts.LabelSelector, opts.FieldSelector)
-		limit = opts.Limit
-		if opts.Continue != "" {
-			var err error
-			if cont, err = decodeContinue(opts.Continue); err != nil {
-				return nil, err
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, apierrors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
+		}
+		var err error
+		if cont, err = decodeContinue(opts.Continue); err != nil {
+			return nil, err
+		}
+		if cont.Selector != selectorDigest(sel.labels, sel.fields) {
+			return nil, apierrors.NewBadRequest("invalid continue token: it was issued for other label or field selectors; continue a list with the selectors of its first page")
+		}
+	} else if err := r.checkListVersion(opts.ResourceVersion, opts.ResourceVersionMatch); err != nil {
+		return nil, err
+	}
+
+	v := r.hub.view(sel.catalog)
+	defer func() { v.release() }()
+	list := &metadatav1alpha1.CatalogMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: v.rv}}
+	catalogs := v.catalogs
+	skip := 0
+	if cont != nil {
+		if v.restVersion(cont.Catalog) != cont.Rest {
+			// This replica may be behind the one that issued the token: catch up, then decide.
+			_ = r.hub.Sync()
+			v.release()
+			v = r.hub.view(sel.catalog)
+			if v.restVersion(cont.Catalog) != cont.Rest {
+				return nil, apierrors.NewResourceExpired(fmt.Sprintf(
+					"the content of catalog %q or of a later catalog this list covers changed since the list began (or this replica serves other content): list again without continue", cont.Catalog))
 			}
 		}
-	} else {
-		sel = newSelection(nil, nil)
+		list.ResourceVersion = cont.RV
+		i := sort.SearchStrings(v.catalogs, cont.Catalog)
+		catalogs = v.catalogs[i:]
+		if i < len(v.catalogs) && v.catalogs[i] == cont.Catalog {
+			skip = cont.Offset
+		}
 	}
-	catalogs := r.hub.reader.Catalogs()
-	sort.Strings(catalogs)
-	if sel.catalog != "" {
-		catalogs = filterCatalogs(catalogs, sel.catalog)
-	}
-	list := &metadatav1alpha1.CatalogMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(r.hub.ResourceVersion(), 10)}}
+	limit := opts.Limit
 	for _, c := range catalogs {
-		skip := 0
-		if cont != nil {
-			if c < cont.Catalog {
-				continue
-			}
-			if c == cont.Catalog {
-				if r.hub.catalogRV(c) != cont.CatalogRV {
-					return nil, apierrors.NewResourceExpired(fmt.Sprintf("catalog %q changed since this list began; list again without continue", c))
-				}
-				skip = cont.Offset
-			}
-		}
+		state := v.states[c]
 		matched := 0
-		err := r.hub.reader.Blobs(c, sel.filter, func(b Blob) error {
-			name := ObjectName(c, b.Schema, b.Package, b.Name)
-			e := &entry{catalog: c, schema: b.Schema, pkg: b.Package, name: b.Name, rv: r.hub.objectRV(name)}
-			obj := newObject(name, e, b.Content)
+		if c != cont.catalog() {
+			skip = 0
+		}
+		err := state.pin.snap.Blobs(sel.filter, func(b Blob) error {
+			e := state.objects[ObjectName(c, b.Schema, b.Package, b.Name)]
+			if e == nil {
+				e = newEntry(c, b)
+			}
+			obj := newObject(e, b.Content)
 			if !sel.matches(obj) {
 				return nil
 			}
@@ -189,13 +183,16 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 				return nil
 			}
 			if limit > 0 && int64(len(list.Items)) == limit {
-				list.Continue = continueToken{Catalog: c, Offset: matched - 1, CatalogRV: r.hub.catalogRV(c)}.encode()
+				list.Continue = continueToken{
+					Version: continueVersion, RV: list.ResourceVersion, Catalog: c, Offset: matched - 1,
+					Rest: v.restVersion(c), Selector: selectorDigest(sel.labels, sel.fields),
+				}.encode()
 				return errStop
 			}
 			list.Items = append(list.Items, *obj)
 			return nil
 		})
-		if err == errStop {
+		if errors.Is(err, errStop) {
 			return list, nil
 		}
 		if err != nil {
@@ -205,68 +202,77 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 	return list, nil
 }
 
-func filterCatalogs(all []string, want string) []string {
-	for _, c := range all {
-		if c == want {
-			return []string{c}
+func (t *continueToken) catalog() string {
+	if t == nil {
+		return ""
+	}
+	return t.Catalog
+}
+
+// checkListVersion answers whether a list may be served with resourceVersion rv: any state will do
+// for "" and "0"; otherwise rv must be the current state or one this replica retains (the current one
+// is not older), and the current one for match Exact. Lists are always served from the current state.
+func (r *REST) checkListVersion(rv string, match metav1.ResourceVersionMatch) error {
+	kind, err := parseVersion(rv)
+	if err != nil || kind == versionAny {
+		return err
+	}
+	if kind == versionLegacy {
+		return goneError(rv, kind, historyTransitions)
+	}
+	if !r.hub.knows(rv) {
+		_ = r.hub.Sync()
+		if !r.hub.knows(rv) {
+			return goneError(rv, kind, historyTransitions)
 		}
+	}
+	if match == metav1.ResourceVersionMatchExact && rv != r.hub.ResourceVersion() {
+		return apierrors.NewResourceExpired(fmt.Sprintf(
+			"resourceVersion %q is not the current state: catalogd serves lists only at the current state; list with resourceVersionMatch NotOlderThan or without resourceVersion", rv))
 	}
 	return nil
 }
 
-// Watch implements rest.Watcher. Without a resource version (or "0") it first sends every matching
-// object as ADDED; with the version of a previous list it sends only later changes; an older version
-// is expired (the client lists again).
+// Watch implements rest.Watcher.
+//
+//   - Without a resourceVersion (or "0") it first sends every matching object as ADDED (unless
+//     sendInitialEvents is false), then later changes.
+//   - From the resourceVersion of a list or bookmark of any replica, it sends the changes since that
+//     state, if this replica serves or retains it; otherwise it is 410 Gone and the client lists again.
+//   - With sendInitialEvents (watch-list), it sends the current objects as ADDED and then a bookmark
+//     marked as the end of the initial events.
+//   - With allowWatchBookmarks, a bookmark follows every change of the served content.
 func (r *REST) Watch(_ context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	sel := newSelection(nil, nil)
-	rv := ""
-	if opts != nil {
-		sel = newSelection(opts.LabelSelector, opts.FieldSelector)
-		rv = opts.ResourceVersion
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
 	}
-	h := r.hub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var initial []*metadatav1alpha1.CatalogMetadata
-	switch rv {
-	case "", "0":
-		// One store query per catalog (narrowed by the selector's exact values) gives every initial
-		// object its content, instead of one query per object.
-		byName := map[string]*metadatav1alpha1.CatalogMetadata{}
-		for name, e := range h.byName {
-			if obj := newObject(name, e, nil); sel.matches(obj) {
-				byName[name] = obj
-			}
-		}
-		for catalog := range h.catalogs {
-			if sel.catalog != "" && catalog != sel.catalog {
-				continue
-			}
-			if err := h.reader.Blobs(catalog, sel.filter, func(b Blob) error {
-				if obj, ok := byName[ObjectName(catalog, b.Schema, b.Package, b.Name)]; ok {
-					obj.Spec.Content = runtime.RawExtension{Raw: b.Content}
-				}
-				return nil
-			}); err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-		}
-		names := make([]string, 0, len(byName))
-		for name := range byName {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			initial = append(initial, byName[name])
-		}
-	default:
-		v, err := strconv.ParseUint(rv, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
-		}
-		if v < h.rv {
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %d is older than the current %d; list again", v, h.rv))
-		}
+	sel := newSelection(opts.LabelSelector, opts.FieldSelector)
+	kind, err := parseVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
 	}
-	return h.watch(sel.matches, initial), nil
+	if kind == versionLegacy {
+		return nil, goneError(opts.ResourceVersion, kind, historyTransitions)
+	}
+	from := ""
+	if kind == versionDigest {
+		from = opts.ResourceVersion
+	}
+	initial := kind == versionAny
+	if opts.SendInitialEvents != nil {
+		initial = *opts.SendInitialEvents
+	}
+	w, err := r.hub.startWatch(sel, from, initial, opts.AllowWatchBookmarks)
+	if errors.Is(err, errNotRetained) {
+		// This replica may be behind the one that issued the resourceVersion: catch up, then decide.
+		_ = r.hub.Sync()
+		w, err = r.hub.startWatch(sel, from, initial, opts.AllowWatchBookmarks)
+	}
+	if errors.Is(err, errNotRetained) {
+		return nil, goneError(opts.ResourceVersion, kind, historyTransitions)
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return w, nil
 }

@@ -2,6 +2,7 @@ package metadataapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"sort"
@@ -24,22 +25,45 @@ type memReader struct {
 	catalogs map[string][]Blob
 }
 
-func (m *memReader) Catalogs() []string {
+func (m *memReader) Hashes() map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
-	for c := range m.catalogs {
-		out = append(out, c)
+	out := map[string]string{}
+	for c, blobs := range m.catalogs {
+		out[c] = memHash(blobs)
 	}
-	sort.Strings(out)
 	return out
 }
 
-func (m *memReader) Blobs(catalog string, f Filter, fn func(Blob) error) error {
+func (m *memReader) Open(catalog string) (Snapshot, bool, error) {
 	m.mu.Lock()
-	blobs := append([]Blob(nil), m.catalogs[catalog]...)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	blobs, ok := m.catalogs[catalog]
+	if !ok {
+		return nil, false, nil
+	}
+	return &memSnapshot{hash: memHash(blobs), blobs: append([]Blob(nil), blobs...)}, true, nil
+}
+
+func memHash(blobs []Blob) string {
+	h := sha256.New()
 	for _, b := range blobs {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", b.Schema, b.Package, b.Name, b.Content)
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
+}
+
+// memSnapshot is one version of a memReader catalog.
+type memSnapshot struct {
+	hash  string
+	blobs []Blob
+}
+
+func (s *memSnapshot) Hash() string { return s.hash }
+func (s *memSnapshot) Close() error { return nil }
+
+func (s *memSnapshot) Blobs(f Filter, fn func(Blob) error) error {
+	for _, b := range s.blobs {
 		if (f.Schema != "" && b.Schema != f.Schema) || (f.Package != "" && b.Package != f.Package) || (f.Name != "" && b.Name != f.Name) {
 			continue
 		}
@@ -286,9 +310,30 @@ func TestWatchEvents(t *testing.T) {
 		t.Errorf("%d objects of a removed catalog still listed", n)
 	}
 
-	// A watch from before the change is expired; one without a version starts with ADDED events.
-	if _, err := r.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: listRV}); !apierrors.IsResourceExpired(err) {
-		t.Errorf("watch from an old version: %v, want ResourceExpired", err)
+	// A watch from the list's version (retained) sends the net changes since: foo's objects of alpha
+	// as they are now, i.e. gone. A version no replica issued is 410 Gone.
+	w1, err := r.Watch(context.Background(), &metainternalversion.ListOptions{
+		ResourceVersion: listRV, LabelSelector: labels.SelectorFromSet(labels.Set{"catalog": "alpha", "package": "foo"}),
+	})
+	if err != nil {
+		t.Fatalf("watch from a retained version: %v", err)
+	}
+	defer w1.Stop()
+	var replayed []string
+	for len(replayed) < 4 {
+		select {
+		case ev := <-w1.ResultChan():
+			replayed = append(replayed, string(ev.Type)+" "+ev.Object.(*metadatav1alpha1.CatalogMetadata).Spec.Name)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out; replayed so far %v", replayed)
+		}
+	}
+	sort.Strings(replayed)
+	if want := "DELETED foo,DELETED foo.v1.0.0,DELETED foo.v1.1.0,DELETED stable"; strings.Join(replayed, ",") != want {
+		t.Errorf("replayed %v, want %s", replayed, want)
+	}
+	if _, err := r.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: "0123456789abcdef"}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("watch from an unknown version: %v, want ResourceExpired", err)
 	}
 	w2, err := r.Watch(context.Background(), &metainternalversion.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.catalog", "beta")})
 	if err != nil {

@@ -2,7 +2,8 @@ package metadataapi
 
 import (
 	"context"
-	"sort"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,35 +19,50 @@ type StoreReader struct {
 
 var _ ContentReader = StoreReader{}
 
-// Catalogs implements ContentReader.
-func (r StoreReader) Catalogs() []string {
-	var out []string
+// Hashes implements ContentReader.
+func (r StoreReader) Hashes() map[string]string {
+	out := map[string]string{}
 	for _, c := range r.Store.List() {
-		out = append(out, c.Catalog)
+		out[c.Catalog] = c.Hash
 	}
-	sort.Strings(out)
 	return out
 }
 
-// Blobs implements ContentReader.
-func (r StoreReader) Blobs(catalog string, f Filter, fn func(Blob) error) error {
-	c, ok := r.Store.Get(catalog)
-	if !ok {
-		return nil
+// Open implements ContentReader: the snapshot holds all.json open, so it stays readable after a
+// later Put removed its directory.
+func (r StoreReader) Open(catalog string) (Snapshot, bool, error) {
+	for {
+		c, ok := r.Store.Get(catalog)
+		if !ok {
+			return nil, false, nil
+		}
+		f, err := c.Open()
+		if err == nil {
+			return &storeSnapshot{content: c, file: f}, true, nil
+		}
+		if now, ok := r.Store.Get(catalog); ok && now == c {
+			return nil, false, err
+		}
+		// Replaced or removed between Get and Open: take the newer content.
 	}
-	entries := c.Query(f.Schema, f.Package, f.Name)
-	if len(entries) == 0 {
-		return nil
-	}
-	file, err := c.Open()
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	for _, e := range entries {
-		content, err := storage.ReadBlob(file, e)
+}
+
+// storeSnapshot is one stored content of a catalog, with its all.json open.
+type storeSnapshot struct {
+	content *storage.Content
+	file    *os.File
+}
+
+func (s *storeSnapshot) Hash() string { return s.content.Hash }
+
+func (s *storeSnapshot) Close() error { return s.file.Close() }
+
+// Blobs reads the matching blobs from the open file (concurrent calls are safe: reads are ReadAt).
+func (s *storeSnapshot) Blobs(f Filter, fn func(Blob) error) error {
+	for _, e := range s.content.Query(f.Schema, f.Package, f.Name) {
+		content, err := storage.ReadBlob(s.file, e)
 		if err != nil {
-			return err
+			return fmt.Errorf("catalog %q: reading %s: %w", s.content.Catalog, s.file.Name(), err)
 		}
 		pkg := e.Package
 		if pkg == "" && e.Schema == "olm.package" {
@@ -77,10 +93,8 @@ func Follow(ctx context.Context, store *storage.Store, hub *Hub, resync time.Dur
 				log.Error(err, "updating catalog metadata", "catalog", ev.Catalog)
 			}
 		case <-ticker.C:
-			for _, c := range hub.knownCatalogs(StoreReader{Store: store}.Catalogs()) {
-				if err := hub.Notify(c); err != nil {
-					log.Error(err, "resyncing catalog metadata", "catalog", c)
-				}
+			if err := hub.Sync(); err != nil {
+				log.Error(err, "resyncing catalog metadata")
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 // Package integration checks catalogd's CRD on a real kube-apiserver and etcd (envtest): every
 // OpenAPI and CEL validation of Catalog (including the Source union it shares with rukpak's
-// BundleDeployment), its defaults, printer columns and status subresource.
+// BundleDeployment), its defaults, printer columns and status subresource; and the CatalogMetadata
+// API server, run as two replicas and restarted, against that kube-apiserver (metadata_test.go).
 // Run it with `make test-integration`.
 package integration
 
