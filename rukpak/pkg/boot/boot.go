@@ -28,8 +28,11 @@ type Options struct {
 	HealthProbeBindAddress  string
 	LeaderElect             bool
 	LeaderElectionNamespace string
-	LogLevel                string
-	CRDWaitTimeout          time.Duration
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election: a standby takes over at most
+	// about LeaseDuration + 2 × RetryPeriod × 2.2 after the leader dies.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	LogLevel                                  string
+	CRDWaitTimeout                            time.Duration
 }
 
 // BindFlags registers the common flags on fs with defaults for component.
@@ -44,6 +47,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet, component string, defaultMetricsPo
 		"address of the /healthz and /readyz endpoints; \"0\" disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "enable leader election so that only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "olmv1-system", "namespace of the leader election Lease")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"how long a standby waits after the leader's last renewal before taking over (a standby takes over at most about this plus 2 × 2.2 × the retry period after the leader dies)")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"how long the leader keeps trying to renew before it gives up leadership (and exits); must be less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log verbosity: debug, info, error, or a number (higher is more verbose)")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", 2*time.Minute, "how long to wait at start-up for this component's CRDs to be Established")
 }
@@ -104,6 +112,13 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.Component + ".olmv1.operatorframework.io",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	}
+	if o.LeaseDuration > 0 {
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+		if o.RenewDeadline <= 0 || o.RetryPeriod <= 0 || o.RenewDeadline >= o.LeaseDuration {
+			return nil, fmt.Errorf("--leader-election-renew-deadline (%s) must be positive and less than --leader-election-lease-duration (%s), and --leader-election-retry-period (%s) positive",
+				o.RenewDeadline, o.LeaseDuration, o.RetryPeriod)
+		}
 	}
 	for _, c := range customize {
 		c(&opts)
