@@ -114,6 +114,14 @@ ROUNDS       ?= $(CHAOS_ROUNDS)
 chaos: ## E2E chaos specs only: kill -9 the controllers at seeded random points (SEED=, ROUNDS=; see docs/chaos.md).
 	CHAOS_SEED='$(SEED)' CHAOS_ROUNDS='$(ROUNDS)' $(MAKE) --no-print-directory test-e2e E2E_LABELS=chaos
 
+# `make fuzz FUZZTIME=30s` runs every Go fuzz target (hack/fuzz.sh --list) for FUZZTIME each; plain
+# `go test` (so `make test`) already runs each target on its seed corpus and committed crashers.
+FUZZTIME     ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME (default 30s) each; crashers land in testdata/fuzz/.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 # Benchmark name pattern for `make bench`, e.g. BENCH=OperatorsInstall (the cluster benchmarks of
 # issues 7 and 8 are e2e/bench's BenchmarkBundleDeploymentsScale and BenchmarkOperatorsInstall).
 BENCH        ?= .

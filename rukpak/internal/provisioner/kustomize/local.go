@@ -41,9 +41,16 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 		{"resources", k.Resources}, {"bases", k.Bases}, {"components", k.Components},
 		{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators},
 	} {
+		inline := list.field == "generators" || list.field == "transformers" || list.field == "validators"
 		for _, e := range list.entries {
-			if strings.Contains(e, "\n") {
-				continue // an inline generator/transformer configuration
+			// A multi-line generator/transformer/validator entry is an inline configuration. Any other
+			// entry is a reference, also with surrounding white space: kustomize fetches
+			// "https://host/repo\n" as a remote base, so it is checked trimmed.
+			if inline && strings.Contains(strings.TrimSpace(e), "\n") {
+				continue
+			}
+			if t := strings.TrimSpace(e); t != e && looksRemote(t) {
+				return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s entry %q is a remote base; %v", file, list.field, e, errRemote))
 			}
 			p := path.Join(dir, e)
 			if p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(e) {
