@@ -14,9 +14,12 @@ set -euo pipefail
 
 # module:package:target, in the order they run.
 targets=(
+  catalogd:./internal/fbc:FuzzWalkMatchesDeclcfg
+  catalogd:./internal/fbc:FuzzCanonicalize
   catalogd:./internal/metadataapi:FuzzContinueToken
   catalogd:./internal/metadataapi:FuzzListSelectors
   rukpak:./pkg/source:FuzzExtractArchive
+  rukpak:./internal/provisioner/helm:FuzzHelmIgnore
   rukpak:./internal/provisioner/registryv1:FuzzRenderCSV
   rukpak:./internal/provisioner/kustomize:FuzzKustomizePath
   operator-controller:./internal/resolve:FuzzVersionRange

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/joelanford/ignore"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -82,18 +84,34 @@ type document struct {
 	json bool
 }
 
-// splitDocuments cuts a file into documents: a JSON file (first non-blank byte '{', as the
-// Kubernetes YAML-or-JSON decoder decides) is one document; a YAML file is cut at "---" lines.
+// jsonSniffLen is how far the Kubernetes YAML-or-JSON decoder looks for a JSON stream's opening
+// brace (declcfg creates it with a 4096-byte buffer).
+const jsonSniffLen = 4096
+
+// splitDocuments cuts a file into documents as the Kubernetes YAML-or-JSON decoder that declcfg uses
+// does: a file whose first non-space character within its first 4096 bytes is '{' is one JSON
+// document (which falls back to YAML, see metas); another file is YAML, cut at "---" lines.
 func splitDocuments(path string, data []byte, send func(document) error) error {
-	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+	if trimmed := bytes.TrimLeftFunc(data[:min(len(data), jsonSniffLen)], unicode.IsSpace); len(trimmed) > 0 && trimmed[0] == '{' {
 		return send(document{path: path, line: 1, data: data, json: true})
 	}
-	start, startLine, line := 0, 1, 1
+	return splitYAMLDocuments(path, data, 1, send)
+}
+
+// splitYAMLDocuments cuts YAML at separator lines: "---" followed by nothing but spaces or a comment.
+// Every document ends with a newline, as the Kubernetes line reader writes them (it matters to a
+// block scalar on the last line). firstLine is the line of the file where data starts.
+func splitYAMLDocuments(path string, data []byte, firstLine int, send func(document) error) error {
+	start, startLine, line := 0, firstLine, firstLine
 	flush := func(end int) error {
-		if isBlankYAML(data[start:end]) {
+		doc := data[start:end]
+		if isBlankYAML(doc) {
 			return nil
 		}
-		return send(document{path: path, line: startLine, data: data[start:end]})
+		if doc[len(doc)-1] != '\n' {
+			doc = append(doc[:len(doc):len(doc)], '\n')
+		}
+		return send(document{path: path, line: startLine, data: doc})
 	}
 	for i := 0; i < len(data); {
 		j := bytes.IndexByte(data[i:], '\n')
@@ -102,7 +120,10 @@ func splitDocuments(path string, data []byte, send func(document) error) error {
 			next = i + j + 1
 		}
 		l := data[i:next]
-		if bytes.HasPrefix(l, []byte("---")) && len(bytes.TrimSpace(l[3:])) == 0 {
+		// A separator ends a document only once it has a line: the Kubernetes reader keeps a
+		// separator that starts a document as the document's first line (which matters for "---#x",
+		// YAML content rather than a document marker).
+		if rest := bytes.TrimSpace(l[min(3, len(l)):]); i > start && bytes.HasPrefix(l, []byte("---")) && (len(rest) == 0 || rest[0] == '#') {
 			if err := flush(i); err != nil {
 				return err
 			}
@@ -131,6 +152,8 @@ func isBlankYAML(b []byte) bool {
 func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) error {
 	if d.json {
 		dec := json.NewDecoder(bytes.NewReader(d.data))
+		var decoded int
+		var consumed int64
 		for {
 			var v any
 			err := dec.Decode(&v)
@@ -138,8 +161,19 @@ func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) 
 				return nil
 			}
 			if err != nil {
-				return fn(d.path, nil, fmt.Errorf("%s: %w", jsonPosition(d.data, dec, err), err))
+				jsonErr := fmt.Errorf("%s: %w", jsonPosition(d.data, dec, err), err)
+				if decoded > 1 {
+					return fn(d.path, nil, jsonErr)
+				}
+				// Not a JSON stream after all: like the Kubernetes decoder, read the rest as YAML.
+				rest, ok := skipSpaceLine(d.data[consumed:])
+				if !ok {
+					return fn(d.path, nil, jsonErr)
+				}
+				line := 1 + bytes.Count(d.data[:len(d.data)-len(rest)], []byte{'\n'})
+				return splitYAMLDocuments(d.path, rest, line, func(doc document) error { return doc.metas(fn) })
 			}
+			decoded, consumed = decoded+1, dec.InputOffset()
 			if err := d.emit(v, fn); err != nil {
 				return err
 			}
@@ -157,6 +191,23 @@ func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) 
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
 	}
 	return d.emit(v, fn)
+}
+
+// skipSpaceLine drops leading white space up to and including the first newline, as the Kubernetes
+// decoder does before it falls back from JSON to YAML; ok is false where it gives up (invalid UTF-8,
+// nothing left).
+func skipSpaceLine(b []byte) (rest []byte, ok bool) {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError || !unicode.IsSpace(r) {
+			return b, r != utf8.RuneError
+		}
+		b = b[n:]
+		if r == '\n' {
+			return b, true
+		}
+	}
+	return nil, false
 }
 
 // where names the document in messages.

@@ -132,7 +132,11 @@ func readIgnore(dir fs.FS) (ignoreRules, error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if n == 1 {
+			text = strings.TrimPrefix(text, "\ufeff") // a UTF-8 byte order mark, as Helm drops it
+		}
+		line := strings.TrimSpace(text)
 		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "!") {
 			continue
 		}
@@ -143,8 +147,10 @@ func readIgnore(dir fs.FS) (ignoreRules, error) {
 		if strings.HasSuffix(line, "/") {
 			r.dirOnly, line = true, strings.TrimSuffix(line, "/")
 		}
+		// A leading slash anchors the pattern at the chart root, as any other slash does.
+		anchored := strings.HasPrefix(line, "/")
 		line = strings.TrimPrefix(line, "/")
-		r.fullPath, r.glob = strings.Contains(line, "/"), line
+		r.fullPath, r.glob = anchored || strings.Contains(line, "/"), line
 		if _, err := path.Match(r.glob, ""); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
@@ -43,10 +45,11 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 	} {
 		inline := list.field == "generators" || list.field == "transformers" || list.field == "validators"
 		for _, e := range list.entries {
-			// A multi-line generator/transformer/validator entry is an inline configuration. Any other
-			// entry is a reference, also with surrounding white space: kustomize fetches
+			// A generator/transformer/validator entry that kustomize reads as an inline configuration
+			// (it parses as resources; see isInlineConfig) is no reference. Any other entry is a
+			// reference, also with surrounding white space or several lines: kustomize fetches
 			// "https://host/repo\n" as a remote base, so it is checked trimmed.
-			if inline && strings.Contains(strings.TrimSpace(e), "\n") {
+			if inline && isInlineConfig(e) {
 				continue
 			}
 			if t := strings.TrimSpace(e); t != e && looksRemote(t) {
@@ -114,6 +117,15 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s inflates Helm charts (helmCharts), which needs the helm binary and the network; render the chart into the bundle, or install it with the core-rukpak-io-helm provisioner", file))
 	}
 	return nil
+}
+
+// inlineResources decides, as kustomize's KustTarget does, whether a generators, transformers or
+// validators entry is an inline configuration rather than a path (which kustomize may fetch).
+var inlineResources = resmap.NewFactory(provider.NewDefaultDepProvider().GetResourceFactory())
+
+func isInlineConfig(entry string) bool {
+	_, err := inlineResources.NewResMapFromBytes([]byte(entry))
+	return err == nil
 }
 
 // looksRemote reports whether a resources entry is written like a remote base: a URL, an scp-like
