@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // The fuzz targets of this package (hack/fuzz.sh runs them; plain `go test` runs their seeds):
@@ -59,21 +61,9 @@ var fuzzSeedJSON = []string{
 // run on their built-in seeds.
 func fuzzSharedTestdata(tb testing.TB, rel string) []byte {
 	tb.Helper()
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		for ; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return nil
-			}
-		}
-		root = filepath.Join(dir, "..", "shared", "testdata")
+	root, ok := sharedtestdata.Root()
+	if !ok {
+		return nil
 	}
 	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	mmsemver "github.com/Masterminds/semver/v3"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // FuzzVersionRange resolves an Operator whose spec.version (and installed and approved versions,
@@ -94,21 +95,9 @@ func bundleName(b *Bundle) string {
 // fuzzRealRanges are the skipRange and versionRange values of a few real bundles and catalogs
 // ($OLMV1_TESTDATA, by default ../shared/testdata next to the repository root); none when absent.
 func fuzzRealRanges(tb testing.TB) []string {
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		for ; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return nil
-			}
-		}
-		root = filepath.Join(dir, "..", "shared", "testdata")
+	root, ok := sharedtestdata.Root()
+	if !ok {
+		return nil
 	}
 	re := regexp.MustCompile(`(?:skipRange|versionRange)["']?:\s*["']([^"'\n]+)["']`)
 	seen := map[string]bool{}

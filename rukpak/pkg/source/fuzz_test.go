@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // FuzzExtractArchive feeds arbitrary bytes to the archive extraction of image layers and HTTP
@@ -210,21 +212,9 @@ func FuzzExtractArchive(f *testing.F) {
 // run on their built-in seeds.
 func fuzzSharedDir(tb testing.TB, rel string) fs.FS {
 	tb.Helper()
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		for ; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return nil
-			}
-		}
-		root = filepath.Join(dir, "..", "shared", "testdata")
+	root, ok := sharedtestdata.Root()
+	if !ok {
+		return nil
 	}
 	p := filepath.Join(root, rel)
 	if st, err := os.Stat(p); err != nil || !st.IsDir() {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/ignore"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // fuzzIgnorePaths are chart paths every input is also matched against.
@@ -150,21 +152,9 @@ func (f fakeFileInfo) Sys() any           { return nil }
 // run on their built-in seeds.
 func fuzzSharedTestdata(tb testing.TB, rel string) []byte {
 	tb.Helper()
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		for ; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return nil
-			}
-		}
-		root = filepath.Join(dir, "..", "shared", "testdata")
+	root, ok := sharedtestdata.Root()
+	if !ok {
+		return nil
 	}
 	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {

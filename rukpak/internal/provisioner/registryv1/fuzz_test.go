@@ -18,6 +18,7 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // fuzzBase is an in-repo bundle whose ClusterServiceVersion the fuzzer replaces.
@@ -168,21 +169,9 @@ func FuzzRenderCSV(f *testing.F) {
 // fuzzRealCSVs are the ClusterServiceVersions of the shared real bundles ($OLMV1_TESTDATA/bundles,
 // by default ../shared/testdata/bundles next to the repository root); none when it is absent.
 func fuzzRealCSVs(tb testing.TB) [][]byte {
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		for ; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return nil
-			}
-		}
-		root = filepath.Join(dir, "..", "shared", "testdata")
+	root, ok := sharedtestdata.Root()
+	if !ok {
+		return nil
 	}
 	files, _ := filepath.Glob(filepath.Join(root, "bundles", "*", "*", "manifests", "*clusterserviceversion.yaml"))
 	if len(files) == 0 {
