@@ -360,6 +360,41 @@ func TestToggles(t *testing.T) {
 	}
 }
 
+// TestReplicasSpreadOverNodes: a component with more than one replica gets a PodDisruptionBudget and a
+// soft spread of its pods over nodes (selecting only its own pods); with one replica neither; a
+// user's topologySpreadConstraints replace the default.
+func TestReplicasSpreadOverNodes(t *testing.T) {
+	_, ch := loadChart(t)
+	spread := func(objs map[string]map[string]any, name string) []any {
+		return list(mustGet(t, objs, "Deployment/olmv1-system/"+name), "spec", "template", "spec", "topologySpreadConstraints")
+	}
+	objs := render(t, ch, map[string]any{"rukpak": map[string]any{"replicas": 2}})
+	if c := spread(objs, "catalogd"); c != nil {
+		t.Errorf("one replica: want no topologySpreadConstraints, got %v", c)
+	}
+	c := spread(objs, "rukpak")
+	if len(c) != 1 || get(c[0], "topologyKey") != "kubernetes.io/hostname" || get(c[0], "whenUnsatisfiable") != "ScheduleAnyway" ||
+		fmt.Sprint(get(c[0], "maxSkew")) != "1" ||
+		get(c[0], "labelSelector", "matchLabels", "app.kubernetes.io/name") != "rukpak" ||
+		get(c[0], "labelSelector", "matchLabels", "app.kubernetes.io/instance") == nil {
+		t.Errorf("rukpak with 2 replicas: topologySpreadConstraints %v", c)
+	}
+	pdb := mustGet(t, objs, "PodDisruptionBudget/olmv1-system/rukpak")
+	if fmt.Sprint(get(pdb, "spec", "minAvailable")) != "1" || get(pdb, "spec", "selector", "matchLabels", "app.kubernetes.io/name") != "rukpak" {
+		t.Errorf("rukpak PDB spec %v", pdb["spec"])
+	}
+	own := []any{map[string]any{"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+		"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "rukpak"}}}}
+	objs = render(t, ch, map[string]any{"rukpak": map[string]any{"replicas": 2, "topologySpreadConstraints": own}})
+	if c := spread(objs, "rukpak"); len(c) != 1 || get(c[0], "topologyKey") != "topology.kubernetes.io/zone" {
+		t.Errorf("the user's constraints replace the default: got %v", c)
+	}
+	objs = render(t, ch, map[string]any{"topologySpreadConstraints": own})
+	if c := spread(objs, "catalogd"); len(c) != 1 {
+		t.Errorf("global constraints apply to every component, also with one replica: got %v", c)
+	}
+}
+
 func TestSchemaRejectsBadValues(t *testing.T) {
 	_, ch := loadChart(t)
 	for name, vals := range map[string]map[string]any{

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -200,13 +201,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 		// The chart's pods never run on kwok nodes: run the binaries here instead, exactly as the
 		// Deployments configure them (args, Secret and emptyDir volumes), authenticated as the chart's
 		// ServiceAccounts so that its RBAC is what they get, listening on 127.0.0.1 only.
-		for _, gvr := range []schema.GroupVersionResource{chartCatalogGVR, chartBundleDeploymentGVR, chartOperatorGVR} {
-			l, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-			Expect(err).NotTo(HaveOccurred())
-			if len(l.Items) > 0 {
-				Skip(fmt.Sprintf("a %s left by another spec exists: a second set of controllers would reconcile it too (run with E2E_LABELS=chart)", gvr.Resource))
-			}
-		}
+		skipIfChartControllersWouldCompete(ctx, dc)
 		By("creating a scraper ServiceAccount bound to the chart's metrics-reader ClusterRole")
 		token := scraperToken(ctx)
 		var procs []*chartProcess
@@ -283,6 +278,110 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 				}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "%s %s", p.name, flag)
 			}
 			Expect(p.exited()).To(BeFalse(), "%s still runs (not restarted)", p.name)
+		}
+	})
+
+	It("runs replicas: 2 of every component: two Available pods spread over nodes, a PodDisruptionBudget, one leader, and a standby that takes over a SIGKILLed leader", func(ctx SpecContext) {
+		skipIfChartControllersWouldCompete(ctx, dc)
+		two := map[string]any{}
+		for k, v := range vals {
+			two[k] = v
+		}
+		for _, key := range []string{"catalogd", "rukpak", "operatorController"} {
+			c := map[string]any{"replicas": 2}
+			if m, ok := vals[key].(map[string]any); ok {
+				for k, v := range m {
+					c[k] = v
+				}
+			}
+			two[key] = c
+		}
+		_, err := hc.Install(ctx, ch, chartRelease, two, 2*time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+
+		for _, name := range images.Names {
+			By(name + ": two ready pods of the new template, spread over nodes, behind a PodDisruptionBudget")
+			Eventually(func(g Gomega) {
+				d, err := env.clientset.AppsV1().Deployments(chartNamespace).Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+				g.Expect(deploymentAvailable(d)).To(BeTrue(), "conditions %v", d.Status.Conditions)
+				g.Expect([]int32{d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas}).To(Equal([]int32{2, 2, 2}), "replicas, updated, ready")
+				spread := d.Spec.Template.Spec.TopologySpreadConstraints
+				g.Expect(spread).To(HaveLen(1))
+				g.Expect(spread[0].TopologyKey).To(Equal("kubernetes.io/hostname"))
+				g.Expect(spread[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway))
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+			Eventually(func(g Gomega) {
+				pdb, err := env.clientset.PolicyV1().PodDisruptionBudgets(chartNamespace).Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+				// Counted by kube-controller-manager's disruption controller from the pods the selector matches.
+				g.Expect(pdb.Status.ObservedGeneration).To(Equal(pdb.Generation))
+				g.Expect([]int32{pdb.Status.ExpectedPods, pdb.Status.CurrentHealthy, pdb.Status.DisruptionsAllowed}).To(Equal([]int32{2, 2, 1}),
+					"expected pods, healthy, disruptions allowed")
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+			pods, err := env.clientset.CoreV1().Pods(chartNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+			Expect(err).NotTo(HaveOccurred())
+			nodes := map[string]bool{}
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					nodes[p.Spec.NodeName] = true
+				}
+			}
+			fmt.Fprintf(GinkgoWriter, "chart: %s pods on nodes %v\n", name, slices.Sorted(maps.Keys(nodes)))
+		}
+
+		By("running two processes of each component as its Deployment configures them (chart lease defaults: 15 s)")
+		replicas := map[string][]*chartProcess{}
+		DeferCleanup(func() {
+			for _, ps := range replicas {
+				for _, p := range ps {
+					p.stop()
+				}
+			}
+		})
+		for _, name := range images.Names {
+			replicas[name] = []*chartProcess{startChartComponent(ctx, name), startChartComponent(ctx, name)}
+		}
+		for _, name := range images.Names {
+			for _, p := range replicas[name] {
+				By("waiting for " + p.name + " to be ready (log " + p.log + "): a standby is Ready too")
+				Eventually(p.ready).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "log %s", p.log)
+			}
+		}
+		leaders := map[string]int{}
+		holders := map[string]string{}
+		for _, name := range images.Names {
+			leaders[name], holders[name] = chartLeader(ctx, name, replicas[name])
+		}
+		By("SIGKILLing every leader at once")
+		killedAt := time.Now()
+		for _, name := range images.Names {
+			Expect(replicas[name][leaders[name]].cmd.Process.Kill()).To(Succeed())
+		}
+		took := map[string]time.Duration{}
+		Eventually(func(g Gomega) {
+			for _, name := range images.Names {
+				if _, done := took[name]; done {
+					continue
+				}
+				if h := chartLeaseHolder(ctx, name); h != "" && h != holders[name] {
+					took[name] = time.Since(killedAt)
+				}
+			}
+			g.Expect(took).To(HaveLen(len(images.Names)), "Leases taken over so far: %v", took)
+		}).WithContext(ctx).WithTimeout(chartTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		for _, name := range images.Names {
+			standby := replicas[name][1-leaders[name]]
+			Expect(standby.exited()).To(BeFalse())
+			Eventually(func() bool { return chartAcquired(standby) }).WithContext(ctx).WithTimeout(5*time.Second).
+				Should(BeTrue(), "the standby %s (log %s) holds the Lease", name, standby.log)
+			fmt.Fprintf(GinkgoWriter, "chart: %s failover %.2fs (SIGKILL to a new holderIdentity, chart lease 15 s)\n", name, took[name].Seconds())
+			AddReportEntry("chart "+name+" failover", took[name].String())
+			Expect(took[name]).To(BeNumerically("<=", chartTakeoverBound))
+			Expect(standby.ready()).To(Succeed())
+			Expect(standby.forbidden()).To(BeEmpty(), "RBAC denials in %s", standby.log)
 		}
 	})
 
@@ -416,4 +515,53 @@ func scraperToken(ctx context.Context) string {
 		Expect(env.clientset.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Name, metav1.DeleteOptions{})).To(Succeed())
 	})
 	return serviceAccountToken(ctx, "scraper")
+}
+
+// chartTakeoverBound is the failover bound for the chart's replicas: the lease duration the
+// chart runs with (the controllers' default, 15 s) + 5 s.
+const chartTakeoverBound = 20 * time.Second
+
+// skipIfChartControllersWouldCompete skips a spec that runs the chart's controllers as processes when
+// another spec left a Catalog, BundleDeployment or Operator: a second set of controllers would
+// reconcile it too.
+func skipIfChartControllersWouldCompete(ctx context.Context, dc dynamic.Interface) {
+	for _, gvr := range []schema.GroupVersionResource{chartCatalogGVR, chartBundleDeploymentGVR, chartOperatorGVR} {
+		l, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		Expect(err).NotTo(HaveOccurred())
+		if len(l.Items) > 0 {
+			Skip(fmt.Sprintf("a %s left by another spec exists: a second set of controllers would reconcile it too (run with E2E_LABELS=chart)", gvr.Resource))
+		}
+	}
+}
+
+// chartLeaseHolder returns the holderIdentity of component's Lease in the chart's namespace.
+func chartLeaseHolder(ctx context.Context, component string) string {
+	l, err := env.clientset.CoordinationV1().Leases(chartNamespace).Get(ctx, component+".olmv1.operatorframework.io", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// chartAcquired reports whether p logged acquiring its Lease in the chart's namespace.
+func chartAcquired(p *chartProcess) bool {
+	return logAcquiredLease(p.log, chartNamespace+"/"+p.name+".olmv1.operatorframework.io")
+}
+
+// chartLeader waits until exactly one of ps leads and the Lease names a holder.
+func chartLeader(ctx context.Context, component string, ps []*chartProcess) (int, string) {
+	leader, holder := -1, ""
+	Eventually(func(g Gomega) {
+		var leaders []int
+		for i, p := range ps {
+			if !p.exited() && chartAcquired(p) {
+				leaders = append(leaders, i)
+			}
+		}
+		g.Expect(leaders).To(HaveLen(1), "processes that logged acquiring the %s Lease", component)
+		holder = chartLeaseHolder(ctx, component)
+		g.Expect(holder).NotTo(BeEmpty())
+		leader = leaders[0]
+	}).WithContext(ctx).WithTimeout(chartTakeoverBound + 30*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return leader, holder
 }

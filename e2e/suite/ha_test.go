@@ -96,14 +96,19 @@ func haHolder(ctx context.Context, component string) (string, error) {
 	return *l.Spec.HolderIdentity, nil
 }
 
-// haAcquired reports whether the replica logged that it acquired component's Lease. Identities are
-// <hostname>_<uuid> and all replicas share the hostname, so the log tells which process leads.
+// haAcquired reports whether the replica logged that it acquired component's Lease.
 func haAcquired(r *localcluster.Controller, component string) bool {
-	b, err := os.ReadFile(r.Log)
+	return logAcquiredLease(r.Log, haLeaseNamespace+"/"+haLeaseName(component))
+}
+
+// logAcquiredLease reports whether the log at path says its process acquired the Lease lock
+// ("namespace/name"). Identities are <hostname>_<uuid> and every process here shares the hostname,
+// so the log tells which process leads.
+func logAcquiredLease(path, lock string) bool {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
 	}
-	lock := haLeaseNamespace + "/" + haLeaseName(component)
 	for _, line := range strings.Split(string(b), "\n") {
 		// klog text ("successfully acquired lease ns/name") or, as the controllers log it,
 		// JSON ({"msg":"Successfully acquired lease","lock":"ns/name"}).

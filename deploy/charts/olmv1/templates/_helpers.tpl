@@ -108,6 +108,20 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with (.v.topologySpreadConstraints | default .root.Values.topologySpreadConstraints) }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- else }}
+{{- if gt (int .v.replicas) 1 }}
+topologySpreadConstraints:
+- maxSkew: 1
+  topologyKey: kubernetes.io/hostname
+  whenUnsatisfiable: ScheduleAnyway
+  labelSelector:
+    matchLabels:
+      {{- include "olmv1.selectorLabels" (dict "root" .root "name" .name "v" .v) | nindent 6 }}
+{{- end }}
+{{- end }}
 {{- with .root.Values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
