@@ -124,6 +124,12 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		res.RequeueAfter = pi.Duration
 	}
 	if stepErr != nil && retryable(stepErr) {
+		// A server that said when to come back (Retry-After) is asked again then; otherwise the
+		// controller's rate limiter backs off exponentially, per Catalog.
+		if after := source.RetryAfterOf(stepErr); after > 0 {
+			l.Info("unpack failed, retrying when the server asked", "error", stepErr.Error(), "after", after)
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
 		l.Info("unpack failed, retrying with backoff", "error", stepErr.Error())
 		return ctrl.Result{}, stepErr
 	}

@@ -50,8 +50,14 @@ func (r *REST) GetSingularName() string { return "catalogmetadata" }
 // NewList implements rest.Lister.
 func (r *REST) NewList() runtime.Object { return &metadatav1alpha1.CatalogMetadataList{} }
 
-// Get implements rest.Getter.
-func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+// Get implements rest.Getter. It always serves the current state; a resourceVersion catalogd
+// cannot have issued is 400 Bad Request, as for list and watch.
+func (r *REST) Get(_ context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	if opts != nil {
+		if _, err := parseVersion(opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
 	e, pin, ok := r.hub.lookup(name)
 	if !ok {
 		return nil, apierrors.NewNotFound(Resource("catalogmetadata"), name)
@@ -152,7 +158,7 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 			v = r.hub.view(sel.catalog)
 			if v.restVersion(cont.Catalog) != cont.Rest {
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf(
-					"the content of catalog %q or of a later catalog this list covers changed since the list began (or this replica serves other content): list again without continue", cont.Catalog))
+					"the content of catalog %s or of a later catalog this list covers changed since the list began (or this replica serves other content): list again without continue", quoteShort(cont.Catalog)))
 			}
 		}
 		list.ResourceVersion = cont.RV

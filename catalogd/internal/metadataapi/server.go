@@ -5,6 +5,7 @@ import (
 	"fmt"
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,15 +49,10 @@ type Server struct {
 
 // NewServer builds the metadatav1alpha1.CatalogMetadata API server over hub.
 func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
-	scheme := runtime.NewScheme()
-	if err := metadatav1alpha1.AddToScheme(scheme); err != nil {
+	scheme, codecs, err := apiScheme()
+	if err != nil {
 		return nil, err
 	}
-	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	scheme.AddUnversionedTypes(schema.GroupVersion{Group: "", Version: "v1"},
-		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
-	codecs := serializer.NewCodecFactory(scheme)
-
 	host, portStr, err := net.SplitHostPort(o.BindAddress)
 	if err != nil {
 		return nil, fmt.Errorf("--metadata-bind-address %q: %w", o.BindAddress, err)
@@ -81,8 +77,47 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	authz := options.NewDelegatingAuthorizationOptions()
 	authz.RemoteKubeConfigFile = o.Kubeconfig
 
+	cfg := newConfig(scheme, codecs)
+	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+		return nil, err
+	}
+	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
+		return nil, fmt.Errorf("delegated authentication: %w", err)
+	}
+	if err := authz.ApplyTo(&cfg.Authorization); err != nil {
+		return nil, fmt.Errorf("delegated authorization: %w", err)
+	}
+	srv, err := newAPIServer(cfg, scheme, codecs, hub)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(filepath.Join(o.CertDir, "apiserver.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the serving certificate for the caBundle: %w", err)
+	}
+	return &Server{prepared: srv.PrepareRun(), CABundle: ca}, nil
+}
+
+// apiScheme is the scheme of the CatalogMetadata API (with its field selectors) and meta/v1.
+func apiScheme() (*runtime.Scheme, serializer.CodecFactory, error) {
+	scheme := runtime.NewScheme()
+	if err := metadatav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	scheme.AddUnversionedTypes(schema.GroupVersion{Group: "", Version: "v1"},
+		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+	return scheme, serializer.NewCodecFactory(scheme), nil
+}
+
+// newConfig is the API server configuration without serving, authentication and authorization,
+// which NewServer adds (tests serve the same handler without them).
+func newConfig(scheme *runtime.Scheme, codecs serializer.CodecFactory) *genericapiserver.Config {
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withIntegerParams(api, codecs), c)
+	}
 	// OpenAPI: the meta/v1 definitions from apiextensions-apiserver's generated set, plus ours. The API
 	// server needs them for field management; kubectl explain and the aggregated /openapi use them too.
 	definitions := func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -97,15 +132,11 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	cfg.OpenAPIConfig.Info.Title = "catalogd CatalogMetadata"
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
 	cfg.OpenAPIV3Config.Info.Title = "catalogd CatalogMetadata"
-	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
-		return nil, err
-	}
-	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
-		return nil, fmt.Errorf("delegated authentication: %w", err)
-	}
-	if err := authz.ApplyTo(&cfg.Authorization); err != nil {
-		return nil, fmt.Errorf("delegated authorization: %w", err)
-	}
+	return cfg
+}
+
+// newAPIServer completes cfg and installs the catalogmetadata resource over hub.
+func newAPIServer(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, hub *Hub) (*genericapiserver.GenericAPIServer, error) {
 	srv, err := cfg.Complete(nil).New("catalogd-metadata", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -115,11 +146,7 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	if err := srv.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	ca, err := os.ReadFile(filepath.Join(o.CertDir, "apiserver.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("reading the serving certificate for the caBundle: %w", err)
-	}
-	return &Server{prepared: srv.PrepareRun(), CABundle: ca}, nil
+	return srv, nil
 }
 
 // Start runs the server until ctx ends; it implements controller-runtime's manager.Runnable.

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -88,7 +89,21 @@ func parseVersion(rv string) (versionKind, error) {
 		return versionLegacy, nil
 	}
 	return 0, apierrors.NewBadRequest(fmt.Sprintf(
-		"invalid resourceVersion %q: catalogd's resourceVersions are %d lowercase hexadecimal digits; pass the metadata.resourceVersion of a list or object unchanged, or omit it", rv, versionLen))
+		"invalid resourceVersion %s: catalogd's resourceVersions are %d lowercase hexadecimal digits; pass the metadata.resourceVersion of a list or object unchanged, or omit it", quoteShort(rv), versionLen))
+}
+
+// quoteShort quotes a value a client sent for an error message (%q, so that invisible
+// characters show), keeping at most its first 64 bytes.
+func quoteShort(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return fmt.Sprintf("%q", s)
+	}
+	end := max
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:end], len(s))
 }
 
 func isVersion(s string) bool {

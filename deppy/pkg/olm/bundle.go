@@ -22,12 +22,13 @@ type GVK struct {
 	Kind    string `json:"kind"`
 }
 
-// String renders the GVK as "group/version Kind".
+// String renders the GVK as "group/version Kind" (a part with characters that do not show is
+// quoted, see visible).
 func (g GVK) String() string {
 	if g.Group == "" {
-		return g.Version + " " + g.Kind
+		return visible(g.Version) + " " + visible(g.Kind)
 	}
-	return g.Group + "/" + g.Version + " " + g.Kind
+	return visible(g.Group) + "/" + visible(g.Version) + " " + visible(g.Kind)
 }
 
 // PackageRequired is an olm.package.required dependency.
@@ -126,7 +127,7 @@ func (b *Bundle) InDefaultChannel() bool { return b.inDefaultChannel }
 
 // String names the bundle for people: "name (package 1.2.3)".
 func (b *Bundle) String() string {
-	return fmt.Sprintf("%s (%s %s)", b.Name, b.Package, b.VersionString)
+	return fmt.Sprintf("%s (%s %s)", visible(b.Name), visible(b.Package), b.VersionString)
 }
 
 func bundleID(catalog, pkg, name string) resolve.Identifier {

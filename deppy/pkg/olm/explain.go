@@ -11,6 +11,10 @@ import (
 // the conflicting constraints and writes one sentence per problem found, e.g.
 //
 //	package "b" 1.2.0 requires package "c" in range "1.3.0", but package "c" 1.4.0 is installed and may not be downgraded
+//
+// and, when the conflicting dependencies form a cycle (cycle.go), one more per cycle:
+//
+//	packages "a", "b" and "c" depend on each other in a cycle: "a" → "b" → "c" → "a"
 func Explainer() resolve.Explainer { return resolve.ExplainerFunc(explain) }
 
 func explain(causes []resolve.Cause) []string {
@@ -24,20 +28,23 @@ func explain(causes []resolve.Cause) []string {
 		seen[r] = true
 		reasons = append(reasons, r)
 	}
+	cyc := explainCycles(reasons)
 	var out []string
-	out = append(out, explainUnsatisfiable(reasons)...)
+	out = append(out, explainUnsatisfiable(reasons, cyc)...)
 	out = append(out, explainUniqueness(reasons)...)
 	for _, r := range reasons {
 		if r.Kind == ReasonConstraintConflict {
 			out = append(out, r.message())
 		}
 	}
+	out = append(out, cyc.sentences...)
 	return dedupe(out)
 }
 
 // explainUnsatisfiable covers requirements and dependencies that nothing can
-// satisfy, grouping the bundles of one package that fail the same way.
-func explainUnsatisfiable(reasons []*Reason) []string {
+// satisfy, grouping the bundles of one package that fail the same way. For a bundle that no
+// requirement names, it adds how the request reaches it, unless a cycle of cyc already shows that.
+func explainUnsatisfiable(reasons []*Reason, cyc cycles) []string {
 	type group struct {
 		first    *Reason
 		versions []string
@@ -62,16 +69,23 @@ func explainUnsatisfiable(reasons []*Reason) []string {
 			g.versions = appendOnce(g.versions, r.From.VersionString)
 		}
 	}
+	chains := dependencyChains(reasons)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		g := groups[k]
 		if len(g.versions) <= 1 {
 			out = append(out, g.first.message())
-			continue
+		} else {
+			// "package "x" 1.0.0 requires …" → "package "x" (1.0.0, 1.1.0) requires …"
+			msg := strings.TrimPrefix(g.first.message(), fromPhrase(g.first.From))
+			out = append(out, fmt.Sprintf("package %q (%s)%s", g.first.From.Package, strings.Join(g.versions, ", "), msg))
 		}
-		// "package "x" 1.0.0 requires …" → "package "x" (1.0.0, 1.1.0) requires …"
-		msg := strings.TrimPrefix(g.first.message(), fromPhrase(g.first.From))
-		out = append(out, fmt.Sprintf("package %q (%s)%s", g.first.From.Package, strings.Join(g.versions, ", "), msg))
+		// A bundle that nobody asked for directly: say how the request reaches it.
+		if g.first.From != nil {
+			if chain := chains[g.first.From]; len(chain) > 1 && !cyc.sameCycle(chain) {
+				out = append(out, fmt.Sprintf("package %q is needed through %s", g.first.From.Package, renderChain(chain)))
+			}
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package olm
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/olmv1/olmv1/deppy/pkg/resolve"
@@ -61,7 +62,7 @@ func (r *Reason) phrase() string {
 	case ReasonConstraintConflict:
 		msg := ""
 		if r.Constraint.FailureMessage != "" {
-			msg = " (olm.constraint: " + r.Constraint.FailureMessage + ")"
+			msg = " (olm.constraint: " + visible(r.Constraint.FailureMessage) + ")"
 		}
 		return fmt.Sprintf("%s cannot be installed together with any bundle matching %s%s", fromPhrase(r.From), renderList(r.Constraint.Not.Constraints), msg)
 	case ReasonInstalled:
@@ -99,6 +100,16 @@ func (r *Reason) constraint(c resolve.Constraint) resolve.Constraint {
 	return c.WithDetail(r).WithMessage(r.message())
 }
 
+// visible returns s as is when every character of it shows when printed, and quoted (Go syntax,
+// as %q does) otherwise, so that a name from a catalog or a cluster with a zero-width space, a
+// right-to-left override, a control character or a NUL cannot hide in a message or reorder it.
+func visible(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
+}
+
 // fromPhrase names a bundle by package and version: `package "b" 1.2.0`.
 func fromPhrase(b *Bundle) string {
 	return fmt.Sprintf("package %q %s", b.Package, b.VersionString)
@@ -114,10 +125,10 @@ func bundleList(bs []*Bundle) string {
 			break
 		}
 		if b.Catalog == "" {
-			parts = append(parts, b.Name+" (installed, not in any catalog)")
+			parts = append(parts, visible(b.Name)+" (installed, not in any catalog)")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s from %q", b.Name, b.Catalog))
+		parts = append(parts, fmt.Sprintf("%s from %q", visible(b.Name), b.Catalog))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -146,7 +157,7 @@ func versionList(bs []*Bundle) string {
 
 func describeConstraint(c *Constraint) string {
 	if c.FailureMessage != "" {
-		return fmt.Sprintf("%s (olm.constraint: %s)", renderConstraint(c.Constraint), c.FailureMessage)
+		return fmt.Sprintf("%s (olm.constraint: %s)", renderConstraint(c.Constraint), visible(c.FailureMessage))
 	}
 	return renderConstraint(c.Constraint)
 }

@@ -75,8 +75,37 @@ type Selection struct {
 	RequiredBy []string `json:"requiredBy,omitempty"`
 	// InstalledVersion is the version installed before, when there is one.
 	InstalledVersion string `json:"installedVersion,omitempty"`
+	// Dependencies are this bundle's dependencies and the selected bundles that satisfy them.
+	Dependencies []SatisfiedDependency `json:"dependencies,omitempty"`
 
 	bundle *Bundle
+}
+
+// SatisfiedDependency is one dependency of a selected bundle and the selected bundle satisfying it.
+type SatisfiedDependency struct {
+	// Requirement is the bundle's property, e.g. "olm.gvk.required kubevirt.io/v1 KubeVirt",
+	// "olm.package.required cdi-operator >=1.50.0" or "olm.constraint <the constraint>".
+	Requirement string `json:"requirement"`
+	// Package and Bundle name the selected bundle that satisfies it.
+	Package string `json:"package"`
+	Bundle  string `json:"bundle"`
+	Version string `json:"version"`
+}
+
+// requirementText renders the bundle property behind a dependency.
+func requirementText(r *Reason) string {
+	switch r.Kind {
+	case ReasonPackageDependency:
+		if r.VersionRange == "" {
+			return "olm.package.required " + visible(r.Package)
+		}
+		return "olm.package.required " + visible(r.Package) + " " + visible(r.VersionRange)
+	case ReasonGVKDependency:
+		return "olm.gvk.required " + r.GVK.String()
+	case ReasonConstraintDependency:
+		return "olm.constraint " + describeConstraint(r.Constraint)
+	}
+	return string(r.Kind)
 }
 
 // BundleInfo returns the full bundle behind the selection.
@@ -104,6 +133,7 @@ func newResult(sol *resolve.Solution) *Result {
 	chosen := map[string]*Bundle{}
 	var order []string
 	requiredBy := map[resolve.Identifier][]string{}
+	deps := map[string][]SatisfiedDependency{}
 	for _, v := range sol.Selected() {
 		if b, ok := v.Entity.(*Bundle); ok {
 			if _, dup := chosen[b.Package]; !dup {
@@ -117,6 +147,12 @@ func newResult(sol *resolve.Solution) *Result {
 				for _, id := range c.IDs {
 					if sol.IsSelected(id) {
 						requiredBy[id] = appendOnce(requiredBy[id], b.Name)
+						r, isReason := c.Detail.(*Reason)
+						by, isBundle := sol.Variables.Get(id).Entity.(*Bundle)
+						if isReason && isBundle && r.Kind != ReasonRequired && r.Kind != ReasonInstalled {
+							deps[b.Package] = append(deps[b.Package], SatisfiedDependency{
+								Requirement: requirementText(r), Package: by.Package, Bundle: by.Name, Version: by.VersionString})
+						}
 						break
 					}
 				}
@@ -134,7 +170,7 @@ func newResult(sol *resolve.Solution) *Result {
 		res.Selections = append(res.Selections, Selection{
 			Package: b.Package, Bundle: b.Name, Version: b.VersionString, Catalog: b.Catalog, Image: b.Image,
 			Channels: b.Channels, Deprecation: b.Deprecation, Reason: reason, RequiredBy: by,
-			InstalledVersion: installed, bundle: b,
+			InstalledVersion: installed, Dependencies: deps[pkg], bundle: b,
 		})
 	}
 	installedVersion := map[string]string{}

@@ -54,7 +54,7 @@ func (p *InstalledPackage) phrase(others []*Bundle) string {
 }
 
 func (p *InstalledPackage) message() string {
-	name := p.Current[0].Name
+	name := visible(p.Current[0].Name)
 	if p.Policy == Ignore {
 		return fmt.Sprintf("%s (bundle %s) is installed and must stay installed; upgrade policy Ignore allows any of: %s", p.label(), name, bundleList(p.Allowed))
 	}

@@ -154,7 +154,7 @@ func channelNames(bs []*Bundle) []string {
 		for _, c := range b.Channels {
 			if !seen[c] {
 				seen[c] = true
-				out = append(out, c)
+				out = append(out, visible(c))
 			}
 		}
 	}

@@ -44,6 +44,84 @@ type NotSatisfiableError struct {
 // variable with a message of its own is among the causes: that message
 // already says what was asked for.
 func (e *NotSatisfiableError) Reasons() []string {
+	rs := e.reasons()
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.text
+	}
+	return out
+}
+
+// Shortlist returns at most n of the reasons for which omit is false (omit may be nil), in
+// problem order, and how many others there are. When there are more than n, the reasons that
+// fail by themselves (a prohibition, a conflict, an atMost, an or, a dependency nothing
+// satisfies) are kept first, then what is mandatory, then the links of a dependency chain ("x
+// requires at least one of y"): in a long chain or cycle the links are many and the failure is
+// one. Use it where an explanation must stay short, e.g. a status condition.
+func (e *NotSatisfiableError) Shortlist(n int, omit func(string) bool) (reasons []string, more int) {
+	var all []reason
+	for _, r := range e.reasons() {
+		if omit == nil || !omit(r.text) {
+			all = append(all, r)
+		}
+	}
+	if n < 0 {
+		n = 0
+	}
+	if len(all) <= n {
+		for _, r := range all {
+			reasons = append(reasons, r.text)
+		}
+		return reasons, 0
+	}
+	keep := make([]bool, len(all))
+	kept := 0
+	for _, tier := range []reasonTier{tierFailure, tierMandatory, tierLink} {
+		for i, r := range all {
+			if kept < n && r.tier == tier {
+				keep[i] = true
+				kept++
+			}
+		}
+	}
+	for i, r := range all {
+		if keep[i] {
+			reasons = append(reasons, r.text)
+		}
+	}
+	return reasons, len(all) - kept
+}
+
+// reason is one sentence of Reasons and what part it plays.
+type reason struct {
+	text string
+	tier reasonTier
+}
+
+// reasonTier orders reasons for Shortlist.
+type reasonTier int
+
+const (
+	// tierFailure: a constraint that fails by itself (prohibited, conflict, atMost, or, a
+	// dependency without candidates).
+	tierFailure reasonTier = iota
+	// tierMandatory: what was asked for.
+	tierMandatory
+	// tierLink: a dependency with candidates, a step of a chain.
+	tierLink
+)
+
+func tierOf(c Constraint) reasonTier {
+	switch {
+	case c.Kind == KindMandatory:
+		return tierMandatory
+	case c.Kind == KindDependency && len(c.IDs) > 0:
+		return tierLink
+	}
+	return tierFailure
+}
+
+func (e *NotSatisfiableError) reasons() []reason {
 	explained := make(map[Identifier]bool)
 	for _, c := range e.Causes {
 		if c.Constraint.Kind == KindDependency && c.Constraint.Message != "" {
@@ -51,7 +129,7 @@ func (e *NotSatisfiableError) Reasons() []string {
 		}
 	}
 	seen := make(map[string]struct{}, len(e.Causes))
-	var out []string
+	var out []reason
 	for _, c := range e.Causes {
 		if c.Constraint.Kind == KindMandatory && c.Constraint.Message == "" && explained[c.Subject.ID] {
 			continue
@@ -61,7 +139,7 @@ func (e *NotSatisfiableError) Reasons() []string {
 			continue
 		}
 		seen[s] = struct{}{}
-		out = append(out, s)
+		out = append(out, reason{text: s, tier: tierOf(c.Constraint)})
 	}
 	return out
 }

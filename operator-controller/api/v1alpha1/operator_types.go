@@ -30,6 +30,24 @@ const (
 	UpgradePolicyManual UpgradePolicy = "Manual"
 )
 
+// DependencyPolicy says who provides the packages a bundle depends on.
+// +kubebuilder:validation:Enum=Require;Install
+type DependencyPolicy string
+
+const (
+	// DependencyPolicyRequire resolves a bundle's dependencies (olm.package.required,
+	// olm.gvk.required, olm.constraint) only from packages other Operators install: the Resolved
+	// condition names every missing package and the Operator to create for it.
+	DependencyPolicyRequire DependencyPolicy = "Require"
+	// DependencyPolicyInstall lets operator-controller create an Operator for each package needed to
+	// satisfy the bundle's dependencies, resolved together with everything else.
+	DependencyPolicyInstall DependencyPolicy = "Install"
+)
+
+// LabelDependency marks an Operator that operator-controller created to satisfy the dependencies of
+// Operators with dependencyPolicy Install (value "true"); each of them is an ownerReference of it.
+const LabelDependency = "operators.operatorframework.io/dependency"
+
 // Condition types of an Operator.
 const (
 	// TypeResolved is True when a bundle satisfying the spec and every other Operator was found.
@@ -121,8 +139,16 @@ type OperatorSpec struct {
 	Channel string `json:"channel,omitempty"`
 
 	// catalogSelector restricts resolution to the Catalogs whose labels match. When empty every
-	// Catalog is used.
+	// Catalog is used. Keys and operators are checked when the Operator is written; a value that is
+	// not a label value (at most 63 letters, digits, '-', '_' and '.') is reported by the Resolved
+	// condition. (The rules cannot check values here: the CRD schema of a label selector sets no
+	// size limits, so the API server refuses the cost of such rules.)
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(k) <= 317 && k.matches('^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="catalogSelector.matchLabels keys must be label keys: an optional DNS subdomain prefix and '/', then letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="catalogSelector.matchLabels values must be at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, size(e.key) <= 317)",message="catalogSelector.matchExpressions keys must be at most 317 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="catalogSelector.matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="catalogSelector.matchExpressions need values with In and NotIn, and none with Exists and DoesNotExist"
 	CatalogSelector *metav1.LabelSelector `json:"catalogSelector,omitempty"`
 
 	// upgradeConstraintPolicy says whether upgrades must follow the catalog's upgrade edges
@@ -191,6 +217,18 @@ type OperatorSpec struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	DeletionPolicy rukpakv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// dependencyPolicy says who provides the packages the chosen bundle depends on
+	// (olm.package.required, olm.gvk.required, olm.constraint). Require (the default) uses only
+	// packages that other Operators install: the Resolved condition names every missing package and
+	// the Operator to create. Install creates an Operator for each needed package, named after the
+	// package (also for the dependencies of those), labelled operators.operatorframework.io/dependency
+	// and owned by every Operator that needs it, so it is deleted when the last of them is gone or no
+	// longer needs it. An Operator that already installs the package (one you created) is used instead
+	// and never changed or deleted by this. status.dependencies lists what was pulled in and why.
+	// +optional
+	// +kubebuilder:default=Require
+	DependencyPolicy DependencyPolicy `json:"dependencyPolicy,omitempty"`
 }
 
 // BundleMetadata identifies a bundle of a catalog.
@@ -210,6 +248,27 @@ type BundleMetadata struct {
 	// source is where the bundle's content is pulled from: its image reference.
 	// +optional
 	Source string `json:"source,omitempty"`
+}
+
+// Dependency is a package installed to satisfy a dependency of the Operator's bundle.
+type Dependency struct {
+	// package is the package that provides the dependency.
+	// +required
+	Package string `json:"package"`
+
+	// version is the version of the package's bundle chosen by resolution.
+	// +required
+	Version string `json:"version"`
+
+	// operator is the Operator that installs the package: one created for this dependency
+	// (labelled operators.operatorframework.io/dependency) or one that already installed it.
+	// +required
+	Operator string `json:"operator"`
+
+	// requiredBy is the requirement of the Operator's bundle that pulled the package in, e.g.
+	// "olm.gvk.required kubevirt.io/v1 KubeVirt" or "olm.package.required cdi-operator >=1.50.0".
+	// +required
+	RequiredBy string `json:"requiredBy"`
 }
 
 // OperatorStatus is what operator-controller resolved and installed.
@@ -238,6 +297,13 @@ type OperatorStatus struct {
 	// the default chosen for it).
 	// +optional
 	InstallNamespace string `json:"installNamespace,omitempty"`
+
+	// dependencies are the packages installed to satisfy the dependencies of the resolved bundle
+	// (dependencyPolicy Install), with the Operator that installs each and why it is needed.
+	// +optional
+	// +listType=map
+	// +listMapKey=package
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
 
 // Operator asks operator-controller to install a package from the Catalogs: it resolves a bundle

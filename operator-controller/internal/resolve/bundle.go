@@ -33,6 +33,19 @@ type Bundle struct {
 	PackageDeprecation, ChannelDeprecation, BundleDeprecation string
 	// Channel is the deprecated channel ChannelDeprecation is about.
 	Channel string
+	// Dependencies are the bundle's dependencies and the packages resolution chose to satisfy them.
+	Dependencies []Dependency
+}
+
+// Dependency is one dependency of a resolved bundle and the package satisfying it.
+type Dependency struct {
+	// Requirement is the bundle's property, e.g. "olm.gvk.required kubevirt.io/v1 KubeVirt".
+	Requirement string
+	// Package, Bundle and Version are the chosen bundle that satisfies it.
+	Package, Bundle, Version string
+	// Operator is the request (Operator) that installs Package, or "" when none does: with
+	// InstallDependencies, an Operator must be created for it.
+	Operator string
 }
 
 // Property types read from bundles.
@@ -100,7 +113,8 @@ func newBundle(idx *olm.Index, r Request, sel *olm.Selection) *Bundle {
 }
 
 // onlyOperatorPackages adds the StageOperatorPackagesOnly stage after bundle dependencies: every bundle
-// of a package that no Operator asks for is prohibited, with a message saying which Operator to create.
+// of a package that no Operator being resolved asks for is prohibited, with a message saying which
+// Operator to create, or, when an Operator asks for it but gave way, which Operator cannot be resolved.
 func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pipeline, error) {
 	stage := deppyresolve.NewSource(StageOperatorPackagesOnly, func(_ context.Context, vars *deppyresolve.Variables) error {
 		missing := map[string][]*olm.Bundle{}
@@ -120,6 +134,22 @@ func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pip
 		}
 		sort.Strings(pkgs)
 		for _, pkg := range pkgs {
+			if op, ok := s.requestedBy[pkg]; ok {
+				// The package has an Operator, which gave way: say why it cannot be resolved.
+				msg := fmt.Sprintf("package %q is requested by Operator %q, which cannot be resolved", pkg, op)
+				switch why := s.why[pkg]; {
+				case why.text == "":
+					msg += " (see that Operator's Resolved condition)"
+				case why.op == op:
+					msg += ": " + why.text
+				default:
+					msg += fmt.Sprintf(" because Operator %q cannot: %s", why.op, why.text)
+				}
+				for _, b := range missing[pkg] {
+					vars.Get(b.ID()).Add(deppyresolve.Prohibited().WithMessage(msg).WithDetail(gaveWay{pkg: pkg}))
+				}
+				continue
+			}
 			catalogs := map[string]bool{}
 			for _, b := range missing[pkg] {
 				catalogs[b.Catalog] = true
@@ -138,4 +168,56 @@ func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pip
 		return nil
 	})
 	return p.Insert(olm.StageBundleDependencies, stage)
+}
+
+// withInstallableDependencies returns the allowed packages plus every package a request with
+// InstallDependencies may need: the packages of the bundles reachable through dependency
+// constraints from its requirement (its candidates, their dependencies' candidates, and so on).
+func (s *solver) withInstallableDependencies(vars *deppyresolve.Variables) map[string]bool {
+	allowed := make(map[string]bool, len(s.allowed))
+	for p := range s.allowed {
+		allowed[p] = true
+	}
+	if len(s.installDeps) == 0 {
+		return allowed
+	}
+	seen := map[deppyresolve.Identifier]bool{}
+	var queue []*deppyresolve.Variable
+	for _, v := range vars.All() {
+		if rp, ok := v.Entity.(*olm.RequiredPackage); ok && s.installDeps[rp.Requirement.Name] {
+			seen[v.ID] = true
+			queue = append(queue, v)
+		}
+	}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		if b, ok := v.Entity.(*olm.Bundle); ok {
+			allowed[b.Package] = true
+		}
+		for _, c := range v.Constraints {
+			if c.Kind != deppyresolve.KindDependency {
+				continue
+			}
+			for _, id := range c.IDs {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				if next := vars.Get(id); next != nil {
+					queue = append(queue, next)
+				}
+			}
+		}
+	}
+	return allowed
+}
+
+// dependencies lists what sel's bundle depends on, naming the request that installs each package.
+func dependencies(sel *olm.Selection, byPackage map[string]string) []Dependency {
+	var out []Dependency
+	for _, d := range sel.Dependencies {
+		out = append(out, Dependency{Requirement: d.Requirement, Package: d.Package, Bundle: d.Bundle, Version: d.Version, Operator: byPackage[d.Package]})
+	}
+	return out
 }

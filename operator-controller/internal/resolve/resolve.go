@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	mmsemver "github.com/Masterminds/semver/v3"
 
@@ -39,6 +40,10 @@ type Request struct {
 	Catalogs []string
 	// ConstraintPolicy is spec.upgradeConstraintPolicy (empty means Enforce).
 	ConstraintPolicy olm.UpgradePolicy
+	// InstallDependencies is true for spec.dependencyPolicy Install: the bundle's dependencies may
+	// come from packages no request names (an Operator is then created for each); otherwise only
+	// from packages that requests name or that are installed.
+	InstallDependencies bool
 	// Manual is true for spec.upgradePolicy Manual.
 	Manual bool
 	// ApprovedVersion is spec.approvedVersion (Manual only).
@@ -76,9 +81,9 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 	sorted := append([]Request(nil), reqs...)
 	sortRequests(sorted)
 
-	s := &solver{idx: idx, installed: installedBundles(sorted)}
+	s := &solver{idx: idx, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{}}
 	var active []Request
-	owner := map[string]string{}
+	owner := s.requestedBy
 	for _, r := range sorted {
 		if first, dup := owner[r.Package]; dup {
 			out[r.Name] = Outcome{Message: fmt.Sprintf("package %q is already requested by Operator %q: only one Operator may install a package", r.Package, first)}
@@ -87,6 +92,7 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 		owner[r.Package] = r.Name
 		if msg := validate(r); msg != "" {
 			out[r.Name] = Outcome{Message: msg}
+			s.invalid[r.Package] = cause{op: r.Name, text: msg}
 			continue
 		}
 		active = append(active, r)
@@ -202,6 +208,47 @@ type solver struct {
 	installed []olm.InstalledBundle
 	// allowed are the packages bundles may come from in the current solve.
 	allowed map[string]bool
+	// installDeps are the requests (by name) of the current solve whose dependencies may come from
+	// any package (InstallDependencies).
+	installDeps map[string]bool
+	// requestedBy names, per package, the Operator that asks for it, whether or not that
+	// Operator can be resolved: a dependency on a package whose Operator gave way is explained
+	// as such, not as a missing Operator.
+	requestedBy map[string]string
+	// invalid holds, per package, why its Operator's request is malformed (see validate).
+	invalid map[string]cause
+	// why holds, per package whose Operator gave way in the current solve (or is invalid), the
+	// first cause of that failure. It is passed along: when an Operator fails because the
+	// Operator of its dependency gave way, it takes that Operator's cause, so that a chain of
+	// Operators (a dependency cycle among them, say) all name the requirement that fails.
+	why map[string]cause
+}
+
+// cause is the first cause of an Operator's failure, and the Operator it comes from.
+type cause struct {
+	op, text string
+}
+
+// gaveWay is the Detail of the constraint that keeps a package whose Operator gave way out of
+// a solve.
+type gaveWay struct{ pkg string }
+
+// rootCause returns the first cause of the conflict that made Operator op give way: that of the
+// Operator whose giving way caused it, else the explainer's first sentence, else the first
+// constraint that fails by itself.
+func (s *solver) rootCause(op string, ns *deppyresolve.NotSatisfiableError) cause {
+	for _, c := range ns.Causes {
+		if g, ok := c.Constraint.Detail.(gaveWay); ok && s.why[g.pkg].text != "" {
+			return s.why[g.pkg]
+		}
+	}
+	if len(ns.Summary) > 0 {
+		return cause{op: op, text: ns.Summary[0]}
+	}
+	if first, _ := ns.Shortlist(1, nil); len(first) > 0 {
+		return cause{op: op, text: first[0]}
+	}
+	return cause{}
 }
 
 // solve resolves reqs together. When they cannot be satisfied, the newest request among those named
@@ -209,16 +256,24 @@ type solver struct {
 func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle, map[string]string) {
 	failures := map[string]string{}
 	remaining := append([]Request(nil), reqs...)
+	s.why = make(map[string]cause, len(s.invalid))
+	for pkg, c := range s.invalid {
+		s.why[pkg] = c
+	}
 	for {
 		// Dependencies may only come from packages that an Operator being resolved asks for, or that
 		// are installed (an Operator that gives way keeps its installed bundle, nothing more).
 		s.allowed = map[string]bool{}
+		s.installDeps = map[string]bool{}
 		for _, ib := range s.installed {
 			s.allowed[ib.Package] = true
 		}
 		problem := olm.Problem{Installed: s.installed}
 		for _, r := range remaining {
 			s.allowed[r.Package] = true
+			if r.InstallDependencies {
+				s.installDeps[r.Name] = true
+			}
 			problem.Requirements = append(problem.Requirements, olm.Requirement{
 				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel,
 				Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),
@@ -229,7 +284,9 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 			bundles := map[string]*Bundle{}
 			for _, r := range remaining {
 				if sel := res.Package(r.Package); sel != nil {
-					bundles[r.Name] = newBundle(s.idx, r, sel)
+					b := newBundle(s.idx, r, sel)
+					b.Dependencies = dependencies(sel, s.requestedBy)
+					bundles[r.Name] = b
 				}
 			}
 			return bundles, failures
@@ -252,6 +309,7 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 			return nil, failures
 		}
 		failures[remaining[culprit].Name] = msg
+		s.why[remaining[culprit].Package] = s.rootCause(remaining[culprit].Name, ns)
 		remaining = append(remaining[:culprit:culprit], remaining[culprit+1:]...)
 		if len(remaining) == 0 {
 			return nil, failures
@@ -276,19 +334,29 @@ func newestImplicated(ns *deppyresolve.NotSatisfiableError, reqs []Request) int 
 	return -1
 }
 
-// explain renders a conflict as one message.
+// Bounds of a resolution message. It becomes the message of the Operator's Resolved condition,
+// which the API server caps at 32768 bytes; a conflict among many bundles (a long dependency
+// cycle, a package with hundreds of versions) can name thousands of constraints, so the message
+// lists maxListedCauses of them and counts the rest, and is cut at maxMessageBytes. `deppy
+// resolve` over the same catalogs prints every constraint.
+const (
+	maxListedCauses = 12
+	maxMessageBytes = 16 << 10
+)
+
+// explain renders a conflict as one message: the explainer's summary, then the conflicting
+// constraints it does not already say, in problem order (the requirement first). When there are
+// more than maxListedCauses, those where resolution fails are kept over the links of a
+// dependency chain, and the rest are counted.
 func explain(ns *deppyresolve.NotSatisfiableError) string {
 	lines := append([]string(nil), ns.Summary...)
 	seen := map[string]bool{}
 	for _, l := range lines {
 		seen[l] = true
 	}
-	var causes []string
-	for _, r := range ns.Reasons() {
-		if !seen[r] {
-			seen[r] = true
-			causes = append(causes, r)
-		}
+	causes, more := ns.Shortlist(maxListedCauses, func(r string) bool { return seen[r] })
+	if more > 0 {
+		causes = append(causes, fmt.Sprintf("and %d more", more))
 	}
 	msg := strings.Join(lines, "; ")
 	if len(causes) > 0 {
@@ -297,5 +365,18 @@ func explain(ns *deppyresolve.NotSatisfiableError) string {
 		}
 		msg += strings.Join(causes, "; ")
 	}
-	return "no bundle satisfies every constraint: " + msg
+	return truncate("no bundle satisfies every constraint: "+msg, maxMessageBytes)
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, saying so.
+func truncate(s string, max int) string {
+	const cut = " … (message truncated)"
+	if len(s) <= max {
+		return s
+	}
+	end := max - len(cut)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + cut
 }

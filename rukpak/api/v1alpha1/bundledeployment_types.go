@@ -58,6 +58,12 @@ const (
 	// owned by this BundleDeployment, and spec.collisionPolicy does not allow taking it over. Nothing
 	// was changed; the message names the object and its current owner.
 	ReasonObjectConflict = "ObjectConflict"
+	// ReasonReleaseCorrupt (Installed=False): a revision record (release Secret) cannot be read.
+	// rukpak changes nothing until it is set aside or deleted; the message names the Secret and how.
+	ReasonReleaseCorrupt = "ReleaseCorrupt"
+	// ReasonRenderLimitExceeded (Unpacked=False): rendering a Helm chart's templates took longer or
+	// produced more than rukpak's limits (--helm-render-timeout, --helm-render-max-bytes).
+	ReasonRenderLimitExceeded = "RenderLimitExceeded"
 
 	// ReasonHealthy (Healthy=True): every installed object reports itself ready.
 	ReasonHealthy = "Healthy"

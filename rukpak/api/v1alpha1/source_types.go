@@ -146,6 +146,16 @@ type HTTPSource struct {
 	// +optional
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 
+	// allowRedirectsToOtherHosts lets the download follow redirects to other hosts. By default a
+	// redirect is followed only when it stays on the scheme, host and port of url, and a redirect
+	// anywhere else fails, naming both URLs. Set it for servers that hand downloads over to another
+	// host, such as GitHub release assets (redirected to objects.githubusercontent.com).
+	// The other hosts are reached like url itself: without credentials, and with the TLS settings of
+	// this source (caSecret and insecureSkipTLSVerify apply to them too). Whatever this says, at most
+	// 5 redirects are followed in a row, and a redirect from https to plain http is never followed.
+	// +optional
+	AllowRedirectsToOtherHosts bool `json:"allowRedirectsToOtherHosts,omitempty"`
+
 	// pollInterval is how often the URL is fetched again (with If-None-Match / If-Modified-Since) to
 	// look for new content, e.g. "10m". When empty it is only fetched when the object changes.
 	// +optional

@@ -43,6 +43,8 @@ type flags struct {
 	// maxConcurrentReconciles is how many BundleDeployments are reconciled at once.
 	maxConcurrentReconciles int
 	webhooks                webhookFlags
+	// helmLimits bound rendering a Helm chart's templates.
+	helmLimits helm.Limits
 	// platform renews OLM v1's own certificates (chart tls.mode=selfSigned).
 	platform platformcerts.Flags
 }
@@ -55,6 +57,12 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 100, "requests per second to the API server for applying bundles, storing revisions and writing BundleDeployment status (burst: twice as many)")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 8,
 		"BundleDeployments reconciled (unpacked, applied, health-checked) at once; the same BundleDeployment is never reconciled twice at once")
+	fs.DurationVar(&f.helmLimits.Timeout, "helm-render-timeout", helm.DefaultRenderTimeout,
+		"how long rendering a Helm chart's templates may take before the bundle is reported RenderLimitExceeded")
+	fs.Int64Var(&f.helmLimits.MaxOutputBytes, "helm-render-max-bytes", helm.DefaultMaxRenderedBytes,
+		"bytes one render of a Helm chart's templates may produce before the bundle is reported RenderLimitExceeded (a render uses about five times its output in memory)")
+	fs.IntVar(&f.helmLimits.MaxConcurrent, "helm-max-concurrent-renders", helm.DefaultMaxConcurrentRenders,
+		"Helm renders running at once, renders past their time limit included (they cannot be interrupted)")
 	f.webhooks.bind(fs)
 	f.platform.Bind(fs)
 }
@@ -110,7 +118,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
 			// valuesFrom names Secrets and ConfigMaps outside rukpak's label-scoped cache: read them directly.
 			rukpakv1alpha1.ProvisionerHelm: helm.New(helm.WithValuesReader(direct),
-				helm.WithCapabilities(helm.DiscoveryCapabilities(cs.Discovery(), time.Minute))),
+				helm.WithCapabilities(helm.DiscoveryCapabilities(cs.Discovery(), time.Minute)), helm.WithLimits(f.helmLimits)),
 			rukpakv1alpha1.ProvisionerKustomize: kustomize.New(),
 		},
 		Engine: &apply.Engine{

@@ -15,12 +15,17 @@
 // Crash safety: a revision is recorded as pending before its objects are applied and marked
 // deployed after; a revision a crash left pending is resumed under the same number, so one install
 // (or one upgrade) is one revision however often the controller was killed.
+//
+// Unreadable records (records.go): when a record of the release cannot be read, or contradicts its
+// Secret's name or labels, Apply and Uninstall change nothing and return a *Error with reason
+// ReleaseCorrupt that names the Secret and how to recover.
 package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -170,6 +175,19 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	deployed, last := revs.deployed, revs.last
+	// What the deployed revision and those a crash left pending applied, read before anything is
+	// written: prune and rollback work from it, and a record whose manifest cannot be read stops
+	// the Apply here, whether the content changed or not.
+	interrupted, err := e.recordedObjects(revs.interrupted...)
+	if err != nil {
+		return nil, err
+	}
+	var deployedObjs [][]*unstructured.Unstructured
+	if deployed != nil {
+		if deployedObjs, err = e.recordedObjects(deployed); err != nil {
+			return nil, err
+		}
+	}
 	existing, err := e.claim(ctx, req.Name, req.CollisionPolicy, objs)
 	if err != nil {
 		var ce *ConflictError
@@ -184,7 +202,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		}
 		// A newer revision interrupted by a crash and then abandoned (the spec went back): remove
 		// what it may have added and close it.
-		leftAlone, err := e.closeInterrupted(ctx, req.Name, revs.interrupted, objs, deployed.Version)
+		leftAlone, err := e.closeInterrupted(ctx, req.Name, revs.interrupted, interrupted, objs, deployed.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -233,18 +251,14 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	if last != nil && rel.Version == last.Version {
 		err = e.Storage.Update(rel)
 	} else {
-		err = e.Storage.Create(rel)
+		err = e.create(rel)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("recording revision %d of release %q: %w", rel.Version, req.Name, err)
+		return nil, corrupt(fmt.Errorf("recording revision %d of release %q: %w", rel.Version, req.Name, err))
 	}
 
 	// What earlier revisions may have applied: the deployed one, and any a crash interrupted.
-	var before []*release.Release
-	if deployed != nil {
-		before = append(before, deployed)
-	}
-	before = append(before, revs.interrupted...)
+	before := slices.Concat(deployedObjs, interrupted)
 	var leftAlone []string
 	applyErr := e.applyAll(ctx, req, objs, existing)
 	if applyErr == nil {
@@ -256,7 +270,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		if deployed == nil {
 			return nil, applyError(ReasonInstallFailed, fmt.Errorf("installing revision %d: %w", rel.Version, applyErr))
 		}
-		rbErr := e.rollback(ctx, req, deployed, objs)
+		rbErr := e.rollback(ctx, req, deployedObjs[0], objs)
 		msg := fmt.Errorf("upgrade to revision %d failed, rolled back to revision %d: %w", rel.Version, deployed.Version, applyErr)
 		if rbErr != nil {
 			msg = fmt.Errorf("upgrade to revision %d failed (%v), and rolling back to revision %d failed too: %w", rel.Version, applyErr, deployed.Version, rbErr)
@@ -320,12 +334,13 @@ func recordedLeftAlone(r *release.Release) []string {
 	return out
 }
 
-// closeInterrupted prunes what interrupted revisions applied beyond objs and marks them failed.
-func (e *Engine) closeInterrupted(ctx context.Context, name string, interrupted []*release.Release, objs []*unstructured.Unstructured, current int) ([]string, error) {
+// closeInterrupted prunes what interrupted revisions applied (applied, decoded) beyond objs and
+// marks them failed.
+func (e *Engine) closeInterrupted(ctx context.Context, name string, interrupted []*release.Release, applied [][]*unstructured.Unstructured, objs []*unstructured.Unstructured, current int) ([]string, error) {
 	if len(interrupted) == 0 {
 		return nil, nil
 	}
-	leftAlone, err := e.prune(ctx, name, interrupted, objs)
+	leftAlone, err := e.prune(ctx, name, applied, objs)
 	if err != nil {
 		return nil, err
 	}
@@ -377,12 +392,12 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 	if err != nil || len(hist) == 0 {
 		return nil, err
 	}
+	recorded, err := e.recordedObjects(hist...)
+	if err != nil {
+		return nil, err
+	}
 	all := map[ObjectKey]*unstructured.Unstructured{}
-	for _, r := range hist {
-		objs, err := decodeManifest(r.Manifest)
-		if err != nil {
-			return nil, err
-		}
+	for _, objs := range recorded {
 		for _, u := range objs {
 			all[KeyOf(u)] = u
 		}
@@ -419,11 +434,12 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 	return leftAlone, nil
 }
 
-// history is every stored revision of name, oldest first.
+// history is every stored revision of name, oldest first. An unreadable record makes it fail
+// with a *Error of reason ReleaseCorrupt.
 func (e *Engine) history(name string) ([]*release.Release, error) {
 	hist, err := e.Storage.History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, fmt.Errorf("reading the revisions of release %q: %w", name, err)
+		return nil, corrupt(fmt.Errorf("reading the revisions of release %q: %w", name, err))
 	}
 	sortByVersion(hist)
 	return hist, nil
@@ -558,19 +574,16 @@ func CRDEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// prune deletes what the earlier revisions applied and objs no longer contain (never CRDs), if
-// release name still owns it; it returns what it left alone because another owner holds it now.
-func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Release, objs []*unstructured.Unstructured) ([]string, error) {
+// prune deletes what the earlier revisions applied (decoded) and objs no longer contain (never
+// CRDs), if release name still owns it; it returns what it left alone because another owner holds
+// it now.
+func (e *Engine) prune(ctx context.Context, name string, earlier [][]*unstructured.Unstructured, objs []*unstructured.Unstructured) ([]string, error) {
 	keep := map[ObjectKey]bool{}
 	for _, u := range objs {
 		keep[KeyOf(u)] = true
 	}
 	var leftAlone []string
-	for _, prev := range earlier {
-		old, err := decodeManifest(prev.Manifest)
-		if err != nil {
-			return nil, err
-		}
+	for _, old := range earlier {
 		for _, u := range old {
 			k := KeyOf(u)
 			if keep[k] || isCRD(u) {
@@ -590,12 +603,8 @@ func (e *Engine) prune(ctx context.Context, name string, earlier []*release.Rele
 	return leftAlone, nil
 }
 
-// rollback re-applies the deployed revision and deletes what the failed one added.
-func (e *Engine) rollback(ctx context.Context, req Request, deployed *release.Release, failed []*unstructured.Unstructured) error {
-	old, err := decodeManifest(deployed.Manifest)
-	if err != nil {
-		return err
-	}
+// rollback re-applies the deployed revision's objects (old) and deletes what the failed one added.
+func (e *Engine) rollback(ctx context.Context, req Request, old, failed []*unstructured.Unstructured) error {
 	keep := map[ObjectKey]bool{}
 	for _, u := range old {
 		keep[KeyOf(u)] = true

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -35,14 +36,21 @@ const (
 // Helm's own Secrets driver stores it (so `helm history` reads it); a larger one is split: the first
 // Secret holds the first chunk and says how many there are, the others hold the rest.
 func NewSecretsStorage(cs kubernetes.Interface, namespace string, maxHistory int) *storage.Storage {
-	s := storage.Init(&ChunkedSecrets{Client: cs.CoreV1().Secrets(namespace), ChunkSize: DefaultChunkSize})
+	s := storage.Init(&ChunkedSecrets{Client: cs.CoreV1().Secrets(namespace), Namespace: namespace, ChunkSize: DefaultChunkSize})
 	s.MaxHistory = maxHistory
 	return s
 }
 
 // ChunkedSecrets is a Helm storage driver that splits large releases over several Secrets.
+//
+// A record that cannot be decoded, or whose content contradicts its Secret's name or labels, is
+// reported as a *CorruptReleaseError (records.go) by Get, List and Query, never skipped; Create
+// refuses a name taken by a Secret that is not one of the release's readable records, except one
+// set aside (owner=rukpak-set-aside), for which it returns a *SetAsideError.
 type ChunkedSecrets struct {
-	Client    typedcorev1.SecretInterface
+	Client typedcorev1.SecretInterface
+	// Namespace is the Secrets' namespace, for messages.
+	Namespace string
 	ChunkSize int
 }
 
@@ -90,14 +98,26 @@ func (d *ChunkedSecrets) list(set labels.Set, filter func(*release.Release) bool
 		return nil, fmt.Errorf("list: failed to list release Secrets: %w", err)
 	}
 	var out []*release.Release
+	var bad *CorruptReleaseError
 	for i := range list.Items {
 		r, err := d.decodeSecret(&list.Items[i])
-		if err != nil {
+		var ce *CorruptReleaseError
+		switch {
+		case errors.As(err, &ce) && bad == nil:
+			bad = ce
+			continue
+		case errors.As(err, &ce):
+			bad.Others = append(bad.Others, ce.Secret)
+			continue
+		case err != nil:
 			return nil, err
 		}
 		if filter == nil || filter(r) {
 			out = append(out, r)
 		}
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	return out, nil
 }
@@ -131,6 +151,13 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 	data, err := encodeRelease(rls)
 	if err != nil {
 		return fmt.Errorf("encoding release %q: %w", key, err)
+	}
+	if !update {
+		// Before any chunk is written: a taken name may belong to a Secret set aside, whose chunks
+		// must stay as they are.
+		if err := d.checkFree(key, rls.Name); err != nil {
+			return err
+		}
 	}
 	size := d.ChunkSize
 	if size <= 0 {
@@ -180,6 +207,30 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 	return d.deleteChunks(key, len(chunks)+1)
 }
 
+// checkFree reports whether a new record may be created as key: driver.ErrReleaseExists when a
+// readable record of release name has it, a *SetAsideError when a Secret set aside has it, and a
+// *CorruptReleaseError when any other Secret has it (e.g. a record whose labels were removed, so
+// that the release's history no longer shows it).
+func (d *ChunkedSecrets) checkFree(key, name string) error {
+	cur, err := d.Client.Get(context.TODO(), key, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("checking whether release Secret %s exists: %w", key, err)
+	case cur.Labels["owner"] == SetAsideOwner:
+		return &SetAsideError{Secret: key}
+	case cur.Labels["owner"] == releaseOwner && cur.Labels["name"] == name:
+		if _, err := d.decodeSecret(cur); err != nil {
+			return err
+		}
+		return driver.ErrReleaseExists
+	}
+	return &CorruptReleaseError{Namespace: d.Namespace, Secret: key, Problem: fmt.Sprintf(
+		"its labels (owner=%q, name=%q) leave it out of the history of release %q, so rukpak cannot tell which revision is installed",
+		cur.Labels["owner"], cur.Labels["name"], name)}
+}
+
 // put creates s, or replaces it when it exists.
 func (d *ChunkedSecrets) put(s *corev1.Secret) error {
 	_, err := d.Client.Create(context.TODO(), s, metav1.CreateOptions{})
@@ -210,13 +261,30 @@ func (d *ChunkedSecrets) deleteChunks(key string, from int) error {
 
 func chunkName(key string, i int) string { return key + ".c" + strconv.Itoa(i) }
 
+// decodeSecret reads the release recorded in head Secret s (and its chunks). A record that
+// cannot be decoded or checked is a *CorruptReleaseError; failing to read a chunk that exists is
+// a plain error (retrying may help).
 func (d *ChunkedSecrets) decodeSecret(s *corev1.Secret) (*release.Release, error) {
-	data := string(s.Data["release"])
-	if n, _ := strconv.Atoi(s.Annotations[chunksAnnotation]); n > 1 {
+	bad := func(format string, args ...any) error {
+		return &CorruptReleaseError{Namespace: d.Namespace, Secret: s.Name, Problem: fmt.Sprintf(format, args...)}
+	}
+	raw, ok := s.Data["release"]
+	if !ok {
+		return nil, bad("it has no data key \"release\"")
+	}
+	data := string(raw)
+	if a, ok := s.Annotations[chunksAnnotation]; ok {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 {
+			return nil, bad("its annotation %s is %q, not a number of chunks", chunksAnnotation, a)
+		}
 		var b bytes.Buffer
 		b.WriteString(data)
 		for i := 2; i <= n; i++ {
 			c, err := d.Client.Get(context.TODO(), chunkName(s.Name, i), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil, bad("its chunk %d of %d, Secret %s, is missing", i, n, chunkName(s.Name, i))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reading chunk %d of %d of release Secret %s: %w", i, n, s.Name, err)
 			}
@@ -226,7 +294,10 @@ func (d *ChunkedSecrets) decodeSecret(s *corev1.Secret) (*release.Release, error
 	}
 	r, err := decodeRelease(data)
 	if err != nil {
-		return nil, fmt.Errorf("decoding release Secret %s: %w", s.Name, err)
+		return nil, bad("%v", err)
+	}
+	if problem := checkRecord(s, r); problem != "" {
+		return nil, bad("%s", problem)
 	}
 	r.Labels = map[string]string{}
 	for k, v := range s.Labels {
@@ -261,24 +332,26 @@ func encodeRelease(rls *release.Release) (string, error) {
 
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
+// decodeRelease reverses encodeRelease (plain JSON, not gzipped, is accepted too, as Helm does),
+// saying which layer is broken.
 func decodeRelease(data string) (*release.Release, error) {
 	b, err := base64.StdEncoding.DecodeString(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("its data is not base64 (%v)", err)
 	}
 	if len(b) > 3 && bytes.Equal(b[:3], gzipMagic) {
 		r, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("its data is not a gzip stream (%v)", err)
 		}
 		defer r.Close()
 		if b, err = io.ReadAll(r); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("its gzipped data is damaged or truncated (%v)", err)
 		}
 	}
 	var rls release.Release
 	if err := json.Unmarshal(b, &rls); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("its data is not a JSON release record (%v)", err)
 	}
 	return &rls, nil
 }

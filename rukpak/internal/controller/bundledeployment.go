@@ -233,7 +233,10 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	orphan := bd.Spec.DeletionPolicy == rukpakv1alpha1.DeletionPolicyOrphan
 	revs, err := r.Engine.History(bd.Name)
 	if err != nil {
-		return err
+		if r.Recorder != nil {
+			r.Recorder.Eventf(bd, "Warning", "UninstallFailed", "reading the revision history: %v", err)
+		}
+		return fmt.Errorf("reading the revision history of BundleDeployment %q: %w", bd.Name, err)
 	}
 	leftAlone, err := r.Engine.Uninstall(ctx, bd.Name, bd.Annotations[DeleteCRDsAnnotation] == "true", orphan)
 	if len(leftAlone) > 0 && r.Recorder != nil {
@@ -287,7 +290,8 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 		Previous:  bd.Status.ResolvedSource,
 	})
 	if err != nil {
-		return &stepError{condition: rukpakv1alpha1.TypeUnpacked, reason: rukpakv1alpha1.ReasonUnpackFailed, err: err}
+		// retryAfter: a server that said when to come back (Retry-After) is asked again then.
+		return &stepError{condition: rukpakv1alpha1.TypeUnpacked, reason: rukpakv1alpha1.ReasonUnpackFailed, retryAfter: source.RetryAfterOf(err), err: err}
 	}
 	st.unpacked = res
 	if res.Unchanged && bd.Status.ContentHash != "" {
@@ -343,9 +347,10 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	var ae *apply.Error
 	if errors.As(err, &ae) {
 		se := &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: ae.Reason, terminal: ae.Reason == apply.ReasonPreflightFailed, err: err}
-		if ae.Reason == apply.ReasonObjectConflict {
-			// The colliding object is not watched (it is not ours): look again now and then, and at
-			// once when the BundleDeployment changes (e.g. its collisionPolicy).
+		if ae.Reason == apply.ReasonObjectConflict || ae.Reason == apply.ReasonReleaseCorrupt {
+			// Neither the colliding object (not ours) nor the release Secrets are watched: look again
+			// now and then, and at once when the BundleDeployment changes (e.g. its collisionPolicy,
+			// or an annotation after the corrupt record was set aside).
 			se.retryAfter = unhealthyRecheck
 		}
 		return se

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,6 +55,10 @@ type Error struct {
 	// false only a change of the spec (or of the content at its source) can help; controllers
 	// should report the error and wait for a change instead of retrying with backoff.
 	Retryable bool
+	// RetryAfter, when not zero, is how long the server asked to wait before trying again (the
+	// Retry-After header of a 429 or 503 answer, at most MaxRetryAfter). Controllers should look
+	// again after that long rather than after their own backoff.
+	RetryAfter time.Duration
 	// Message is the complete, actionable message.
 	Message string
 	// Err is the underlying error, if any.
@@ -93,6 +99,49 @@ func IsRetryable(err error) bool {
 		return e.Retryable
 	}
 	return err != nil
+}
+
+// RetryAfterOf returns the RetryAfter of err (or of an Error it wraps), or zero.
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) && e.Retryable {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// MaxRetryAfter bounds the wait a server's Retry-After header can ask for.
+const MaxRetryAfter = 15 * time.Minute
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date. It returns zero when
+// the header is absent, malformed or in the past, and at most MaxRetryAfter.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		d = MaxRetryAfter
+		if secs < int64(MaxRetryAfter/time.Second) {
+			d = time.Duration(secs) * time.Second
+		}
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now).Round(time.Second)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// retryLater says when a retryable error will be retried, for messages: after the server's
+// Retry-After, or with backoff.
+func retryLater(retryAfter time.Duration) string {
+	if retryAfter > 0 {
+		return fmt.Sprintf("will retry in %s, as the server asked (Retry-After)", retryAfter)
+	}
+	return "will retry with backoff"
 }
 
 // KindOf returns the Kind of err, or KindInternal when err is not an *Error.

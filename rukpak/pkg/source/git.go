@@ -60,12 +60,14 @@ type gitSource struct {
 	what string
 	ep   *transport.Endpoint
 	auth transport.AuthMethod
+	// maxPack bounds the bytes of the packfile one fetch may receive (Limits.MaxBytes).
+	maxPack int64
 }
 
 // unpackGit resolves the branch, tag or commit to a commit id, fetches it (shallow when the server
 // allows) into a throw-away bare repository and writes the directory's files from the commit's tree.
 func (u *DiskUnpacker) unpackGit(ctx context.Context, key string, spec rukpakv1alpha1.GitSource, opts Options) (*Result, error) {
-	g := &gitSource{spec: spec, what: fmt.Sprintf("repository %q", spec.Repository)}
+	g := &gitSource{spec: spec, what: fmt.Sprintf("repository %q", spec.Repository), maxPack: u.cfg.Limits.MaxBytes}
 	var err error
 	if g.ep, err = transport.NewEndpoint(spec.Repository); err != nil {
 		return nil, newError(KindInvalidSource, err, "%s is not a valid git URL: %v (check %s)", g.what, err, gitRepoField)
@@ -218,9 +220,14 @@ func peelTag(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 
 // fetch fetches commit into a new bare repository at dir: only refName, shallow, when the server
 // supports it; the commit alone when the server lets clients ask for any reachable commit; every
-// branch and tag otherwise.
+// branch and tag otherwise. The packfile received is bounded by maxPack: past it the fetch stops
+// with KindTooLarge. dir's parent directory holds the spooled packfile.
 func (g *gitSource) fetch(ctx context.Context, adv *packp.AdvRefs, refName plumbing.ReferenceName, commit plumbing.Hash, dir string) (*git.Repository, error) {
-	st := filesystem.NewStorage(osfs.New(dir), gitcache.NewObjectLRUDefault())
+	st := &packLimitStorage{
+		Storage:  filesystem.NewStorage(osfs.New(dir), gitcache.NewObjectLRUDefault()),
+		max:      g.maxPack,
+		spoolDir: filepath.Dir(dir),
+	}
 	repo, err := git.Init(st, nil)
 	if err != nil {
 		return nil, newError(KindInternal, err, "%s: creating a local repository: %v", g.what, err)
@@ -230,19 +237,37 @@ func (g *gitSource) fetch(ctx context.Context, adv *packp.AdvRefs, refName plumb
 		return nil, newError(KindInternal, err, "%s: %v", g.what, err)
 	}
 	fo := &git.FetchOptions{Auth: g.auth, Tags: git.NoTags}
-	if adv.Capabilities.Supports(capability.Shallow) {
+	shallow := adv.Capabilities.Supports(capability.Shallow)
+	if shallow {
 		fo.Depth = 1
 	}
+	// asked says what was requested, for the message of a fetch stopped at the limit.
+	var asked string
 	switch {
 	case refName != "":
 		fo.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", refName, refName))}
+		asked = fmt.Sprintf("the whole history of %s, as the server does not support shallow fetches", refName)
 	case adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) || adv.Capabilities.Supports(capability.AllowTipSHA1InWant):
 		fo.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:refs/olmv1/commit", commit))}
+		asked = fmt.Sprintf("commit %s with its whole history, as the server does not support shallow fetches", commit)
 	default:
-		fo.Depth = 0
+		shallow, fo.Depth = false, 0
 		fo.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}
+		asked = fmt.Sprintf("the history of every branch and tag, as commit %s is not the tip of any and the server does not let clients ask for it alone", commit)
+	}
+	if shallow {
+		target := "commit " + commit.String()
+		if refName != "" {
+			target = refName.String()
+		}
+		asked = fmt.Sprintf("only the newest commit of %s (a shallow fetch)", target)
 	}
 	if err := remote.FetchContext(ctx, fo); err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if st.exceeded {
+			return nil, newError(KindTooLarge, errPackTooLarge,
+				"%s: the fetch was stopped after receiving more than %s of git objects, the limit for one unpack (it asked for %s); keep the content in a smaller repository (check %s)",
+				g.what, formatBytes(g.maxPack), asked, gitRepoField)
+		}
 		return nil, g.classify(ctx, err)
 	}
 	return repo, nil

@@ -1,10 +1,12 @@
 package source
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -283,4 +285,75 @@ func TestGitFileURL(t *testing.T) {
 		t.Errorf("commit %s, want %s", res.ResolvedSource.Git.Commit, h)
 	}
 	wantTree(t, res.Dir, "manifests/", "manifests/cm.yaml=kind: ConfigMap")
+}
+
+// A repository whose packfile is far larger than Limits.MaxBytes: the fetch stops once the limit
+// has been received (not after the whole pack), fails with KindTooLarge and leaves nothing behind.
+func TestGitFetchSizeLimit(t *testing.T) {
+	const (
+		limit    = 1 << 20  // 1 MiB
+		blobSize = 32 << 20 // 32 MiB of incompressible bytes: the pack is about as large
+	)
+	blob := make([]byte, blobSize)
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(blob)
+	repo := sourcetest.NewRepo(t)
+	repo.WriteFile("catalog/catalog.json", "{}").WriteFile("catalog/big.bin", string(blob))
+	commit := repo.Commit("big")
+
+	for _, tc := range []struct {
+		name  string
+		opts  []sourcetest.GitServerOption
+		asked string
+	}{
+		{"shallow", nil, "it asked for only the newest commit of refs/heads/main (a shallow fetch)"},
+		{"no shallow", []sourcetest.GitServerOption{sourcetest.WithoutShallow()}, "it asked for the whole history of refs/heads/main, as the server does not support shallow fetches"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sourcetest.NewGitServer(t, tc.opts...)
+			url := srv.Add("big", repo)
+			u := newTestUnpacker(t, nil, func(c *Config) { c.Limits.MaxBytes = limit })
+			start := time.Now()
+			_, err := u.Unpack(ctx(t), "catalog/big", gitSrc(url, rukpakv1alpha1.GitRef{Branch: "main"}, "catalog"), Options{})
+			took := time.Since(start)
+			e := wantError(t, err, KindTooLarge, `repository "`+url+`": the fetch was stopped after receiving more than 1.0 MiB of git objects, the limit for one unpack`,
+				tc.asked, "keep the content in a smaller repository (check spec.source.git.repository)")
+			if e.Retryable {
+				t.Error("a repository too large to unpack is not retryable")
+			}
+			assertCacheEmpty(t, u)
+			// Wait for the server to finish the request: it stops only when the client closed the
+			// connection (a client that merely stopped reading would keep it blocked).
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.InFlight() > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the server is still sending 10s after the unpack failed (%d bytes so far): the client did not close the fetch", srv.PackBytes())
+				}
+				time.Sleep(10 * time.Millisecond) // polling the server's state, not waiting for an event
+			}
+			sent := srv.PackBytes()
+			t.Logf("limit %d bytes, pack about %d bytes: the server handed %d bytes to the network before the client stopped (%s)", limit, blobSize, sent, took)
+			// What the server got rid of is what the client read plus what the loopback socket
+			// buffers hold; it must be a fraction of the pack, not all of it.
+			if sent > blobSize/4 {
+				t.Errorf("the server sent %d bytes of a %d-byte pack: the fetch did not stop near the %d-byte limit", sent, blobSize, limit)
+			}
+		})
+	}
+
+	// The same repository within the limit is fetched whole: the limit is what stopped it.
+	srv := sourcetest.NewGitServer(t)
+	u := newTestUnpacker(t, nil, func(c *Config) { c.Limits.MaxBytes = 2 * blobSize })
+	res, err := u.Unpack(ctx(t), "catalog/big", gitSrc(srv.Add("big", repo), rukpakv1alpha1.GitRef{Branch: "main"}, ""), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ResolvedSource.Git.Commit != commit.String() {
+		t.Errorf("commit %s, want %s", res.ResolvedSource.Git.Commit, commit)
+	}
+	if sent := srv.PackBytes(); sent < blobSize {
+		t.Errorf("a whole fetch sent %d bytes, want at least the %d bytes of the blob", sent, blobSize)
+	} else {
+		t.Logf("the whole pack is %d bytes", sent)
+	}
 }

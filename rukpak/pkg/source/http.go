@@ -12,11 +12,16 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-const httpURLField = "spec.source.http.url"
+const (
+	httpURLField = "spec.source.http.url"
+	// maxHTTPRedirects is how many redirects in a row one download follows.
+	maxHTTPRedirects = 5
+)
 
 // unpackHTTP downloads a .tar.gz/.tgz/.tar archive (extracted) or a single file (stored under its
 // base name). When the key already holds content from the same URL, the request carries
@@ -126,7 +131,7 @@ func isArchivePath(p string) bool {
 }
 
 // httpClient applies the source's TLS settings (caSecret, insecureSkipTLSVerify) to a clone of the
-// base transport.
+// base transport, and its redirect policy (redirectPolicy).
 func (u *DiskUnpacker) httpClient(ctx context.Context, spec rukpakv1alpha1.HTTPSource, opts Options) (*http.Client, error) {
 	tr := u.cfg.Transport.Clone()
 	if tr.TLSClientConfig == nil {
@@ -146,7 +151,59 @@ func (u *DiskUnpacker) httpClient(ctx context.Context, spec rukpakv1alpha1.HTTPS
 	if spec.InsecureSkipTLSVerify {
 		tr.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // asked for by spec.source.http.insecureSkipTLSVerify
 	}
-	return &http.Client{Transport: tr}, nil
+	return &http.Client{Transport: tr, CheckRedirect: redirectPolicy(spec)}, nil
+}
+
+// redirectPolicy follows at most maxHTTPRedirects redirects in a row, never from https to plain
+// http, and only to the scheme, host and port of spec.url unless spec.allowRedirectsToOtherHosts.
+// Its errors are *Error values, which http.Client returns wrapped in a *url.Error.
+func redirectPolicy(spec rukpakv1alpha1.HTTPSource) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first, prev, next := via[0].URL, via[len(via)-1].URL, req.URL
+		what := fmt.Sprintf("URL %q", spec.URL)
+		if len(via) > maxHTTPRedirects {
+			return newError(KindUnreachable, nil, "%s: the server redirected more than %d times in a row (the last redirect, from %q, was to %q): a redirect loop; will retry with backoff (check %s)",
+				what, maxHTTPRedirects, showURL(prev), showURL(next), httpURLField)
+		}
+		if prev.Scheme == "https" && next.Scheme != "https" {
+			return newError(KindInvalidSource, nil, "%s: %q redirected to %q, from https to plain http; such redirects are never followed (if plain http is acceptable, set %s to the http:// URL)",
+				what, showURL(prev), showURL(next), httpURLField)
+		}
+		if !spec.AllowRedirectsToOtherHosts && !sameOrigin(first, next) {
+			hint := "set spec.source.http.allowRedirectsToOtherHosts to true to follow it"
+			if strings.EqualFold(first.Hostname(), next.Hostname()) && first.Scheme == "http" && next.Scheme == "https" {
+				hint = fmt.Sprintf("set %s to the https:// URL, or %s", httpURLField, hint)
+			}
+			return newError(KindInvalidSource, nil, "%s: %q redirected to %q, on another host (scheme, host or port differ); redirects to other hosts are not followed unless allowed: %s",
+				what, showURL(prev), showURL(next), hint)
+		}
+		return nil
+	}
+}
+
+// showURL is u for messages: without credentials, and with its query (often a signature) elided.
+func showURL(u *url.URL) string {
+	c := *u
+	c.User, c.Fragment, c.RawFragment = nil, "", ""
+	if c.RawQuery != "" {
+		c.RawQuery = "..."
+	}
+	return c.String()
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port (the default port of the
+// scheme when none is given).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 func httpStatusError(resp *http.Response, what string) *Error {
@@ -160,7 +217,13 @@ func httpStatusError(resp *http.Response, what string) *Error {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return newError(KindUnauthorized, nil, "%s: the server refused access (%s); HTTP sources are fetched without credentials, so the URL must be readable anonymously (check %s)", what, status, httpURLField)
 	case code == http.StatusTooManyRequests || code >= 500:
-		return newError(KindUnreachable, nil, "%s: the server answered %s; will retry", what, status)
+		var ra time.Duration
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			ra = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		e := newError(KindUnreachable, nil, "%s: the server answered %s; %s", what, status, retryLater(ra))
+		e.RetryAfter = ra
+		return e
 	}
 	return newError(KindUnreachable, nil, "%s: unexpected answer %s (expected 200 OK; check %s)", what, status, httpURLField)
 }

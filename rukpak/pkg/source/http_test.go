@@ -2,9 +2,11 @@ package source
 
 import (
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +213,185 @@ func TestHTTPSCustomCA(t *testing.T) {
 	insecure.HTTP.InsecureSkipTLSVerify = true
 	if _, err := u.Unpack(ctx(t), "catalog/insecure", insecure, opts); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// redirector answers every request with a redirect to to(path) and counts the requests.
+type redirector struct {
+	mu       sync.Mutex
+	requests int
+	to       func(path string) string
+}
+
+func (r *redirector) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.requests++
+	r.mu.Unlock()
+	http.Redirect(w, req, r.to(req.URL.Path), http.StatusFound)
+}
+
+func (r *redirector) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
+}
+
+func newRedirector(t *testing.T, tlsServer bool, to func(path string) string) (*redirector, *httptest.Server) {
+	r := &redirector{to: to}
+	srv := httptest.NewUnstartedServer(r)
+	if tlsServer {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+// Redirects: followed on the same scheme, host and port, at most 5 in a row; to another host only
+// when spec.source.http.allowRedirectsToOtherHosts is set; from https to http never.
+func TestHTTPRedirects(t *testing.T) {
+	fs, target := newFileServer(t, false)
+	fs.set("/catalog.json", []byte(`{"from":"target"}`), "")
+	u := newTestUnpacker(t, nil)
+
+	t.Run("same host is followed", func(t *testing.T) {
+		// /hop/5 -> /hop/4 -> ... -> /hop/1 -> /catalog.json on the same server: 5 redirects, the most
+		// that are followed.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/hop/", func(w http.ResponseWriter, r *http.Request) {
+			n := strings.TrimPrefix(r.URL.Path, "/hop/")
+			next := "/catalog.json"
+			if n != "1" {
+				next = fmt.Sprintf("/hop/%d", n[0]-'0'-1)
+			}
+			http.Redirect(w, r, next, http.StatusMovedPermanently)
+		})
+		mux.Handle("/catalog.json", fs)
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		res, err := u.Unpack(ctx(t), "catalog/same", httpSrc(srv.URL+"/hop/5/catalog.json"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTree(t, res.Dir, `catalog.json={"from":"target"}`)
+		if got := res.ResolvedSource.HTTP.URL; got != srv.URL+"/catalog.json" {
+			t.Errorf("resolved URL %s, want the URL after the redirects %s", got, srv.URL+"/catalog.json")
+		}
+	})
+
+	// The origin redirects every path to the same path on target, another port of 127.0.0.1.
+	_, origin := newRedirector(t, false, func(p string) string { return target.URL + p })
+
+	t.Run("other host is refused", func(t *testing.T) {
+		u := newTestUnpacker(t, nil)
+		fs.mu.Lock()
+		before := fs.downloads
+		fs.mu.Unlock()
+		_, err := u.Unpack(ctx(t), "catalog/other", httpSrc(origin.URL+"/catalog.json"), Options{})
+		e := wantError(t, err, KindInvalidSource,
+			fmt.Sprintf(`URL "%[1]s/catalog.json": "%[1]s/catalog.json" redirected to "%[2]s/catalog.json", on another host (scheme, host or port differ); redirects to other hosts are not followed unless allowed: set spec.source.http.allowRedirectsToOtherHosts to true to follow it`,
+				origin.URL, target.URL))
+		if e.Retryable {
+			t.Error("a redirect the spec does not allow is not retryable")
+		}
+		fs.mu.Lock()
+		after := fs.downloads
+		fs.mu.Unlock()
+		if after != before {
+			t.Error("the other host was asked for the file")
+		}
+		assertCacheEmpty(t, u)
+	})
+
+	t.Run("other host is followed when allowed", func(t *testing.T) {
+		src := httpSrc(origin.URL + "/catalog.json")
+		src.HTTP.AllowRedirectsToOtherHosts = true
+		res, err := u.Unpack(ctx(t), "catalog/other", src, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTree(t, res.Dir, `catalog.json={"from":"target"}`)
+		if got := res.ResolvedSource.HTTP.URL; got != target.URL+"/catalog.json" {
+			t.Errorf("resolved URL %s, want %s", got, target.URL+"/catalog.json")
+		}
+	})
+
+	t.Run("a redirect loop is bounded", func(t *testing.T) {
+		loop, srv := newRedirector(t, false, func(p string) string { return p })
+		src := httpSrc(srv.URL + "/loop.json")
+		src.HTTP.AllowRedirectsToOtherHosts = true // the bound holds whatever the policy on hosts
+		_, err := u.Unpack(ctx(t), "catalog/loop", src, Options{})
+		e := wantError(t, err, KindUnreachable, fmt.Sprintf(`URL "%[1]s/loop.json": the server redirected more than 5 times in a row (the last redirect, from "%[1]s/loop.json", was to "%[1]s/loop.json"): a redirect loop; will retry with backoff (check spec.source.http.url)`, srv.URL))
+		if !e.Retryable {
+			t.Error("a redirect loop is the server's to fix: want retryable")
+		}
+		if n := loop.count(); n != 6 {
+			t.Errorf("the server got %d requests, want 6 (the first and 5 redirects)", n)
+		}
+	})
+
+	t.Run("https to http is refused", func(t *testing.T) {
+		_, tlsOrigin := newRedirector(t, true, func(p string) string { return target.URL + p })
+		for _, allow := range []bool{false, true} {
+			src := httpSrc(tlsOrigin.URL + "/catalog.json")
+			src.HTTP.InsecureSkipTLSVerify = true
+			src.HTTP.AllowRedirectsToOtherHosts = allow
+			_, err := u.Unpack(ctx(t), "catalog/downgrade", src, Options{})
+			wantError(t, err, KindInvalidSource, fmt.Sprintf(`"%s/catalog.json" redirected to "%s/catalog.json", from https to plain http; such redirects are never followed (if plain http is acceptable, set spec.source.http.url to the http:// URL)`,
+				tlsOrigin.URL, target.URL))
+		}
+	})
+
+	t.Run("http to https on the same host name says to use https", func(t *testing.T) {
+		_, tlsTarget := newFileServer(t, true)
+		_, plain := newRedirector(t, false, func(p string) string { return tlsTarget.URL + p })
+		_, err := u.Unpack(ctx(t), "catalog/upgrade", httpSrc(plain.URL+"/catalog.json"), Options{})
+		wantError(t, err, KindInvalidSource, "on another host", "set spec.source.http.url to the https:// URL, or set spec.source.http.allowRedirectsToOtherHosts to true to follow it")
+	})
+
+	t.Run("query strings are not shown", func(t *testing.T) {
+		_, signed := newRedirector(t, false, func(p string) string { return target.URL + p + "?X-Signature=s3cret" })
+		_, err := u.Unpack(ctx(t), "catalog/signed", httpSrc(signed.URL+"/catalog.json"), Options{})
+		e := wantError(t, err, KindInvalidSource, fmt.Sprintf(`redirected to "%s/catalog.json?..."`, target.URL))
+		if strings.Contains(e.Message, "s3cret") {
+			t.Errorf("the message shows the redirect's query: %s", e.Message)
+		}
+	})
+}
+
+// A busy server (429 or 503): retryable, with the server's Retry-After when it sent one.
+func TestHTTPServerBusy(t *testing.T) {
+	var mu sync.Mutex
+	status, retryAfter := 0, ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	u := newTestUnpacker(t, nil)
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		message    string
+		want       time.Duration
+	}{
+		{http.StatusTooManyRequests, "", "the server answered HTTP 429 Too Many Requests; will retry with backoff", 0},
+		{http.StatusTooManyRequests, "12", "the server answered HTTP 429 Too Many Requests; will retry in 12s, as the server asked (Retry-After)", 12 * time.Second},
+		{http.StatusServiceUnavailable, "60", "the server answered HTTP 503 Service Unavailable; will retry in 1m0s, as the server asked (Retry-After)", time.Minute},
+		{http.StatusBadGateway, "60", "the server answered HTTP 502 Bad Gateway; will retry with backoff", 0}, // Retry-After is for 429 and 503
+	} {
+		mu.Lock()
+		status, retryAfter = tc.status, tc.retryAfter
+		mu.Unlock()
+		_, err := u.Unpack(ctx(t), "catalog/busy", httpSrc(srv.URL+"/catalog.json"), Options{})
+		e := wantError(t, err, KindUnreachable, `URL "`+srv.URL+`/catalog.json": `+tc.message)
+		if !e.Retryable || e.RetryAfter != tc.want {
+			t.Errorf("%d %q: retryable=%v RetryAfter=%s, want true and %s", tc.status, tc.retryAfter, e.Retryable, e.RetryAfter, tc.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,6 +41,8 @@ type imageSource struct {
 	ref  name.Reference
 	opts []remote.Option
 	tmp  string // directory for downloaded layers
+	// retryAfter sees the registry's answers, for the Retry-After of a 429 or 503.
+	retryAfter *retryAfterTransport
 
 	platform v1.Platform
 }
@@ -66,7 +69,8 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 		return nil, newError(KindInvalidSource, err, "%s is not a valid image reference: %v (check %s; expected e.g. quay.io/org/catalog:v1 or quay.io/org/catalog@sha256:<digest>)", s.what, err, imageRefField)
 	}
 	var tr *http.Transport
-	if s.opts, tr, err = u.remoteOptions(ctx, spec, opts); err != nil {
+	s.retryAfter = &retryAfterTransport{}
+	if s.opts, tr, err = u.remoteOptions(ctx, spec, opts, s.retryAfter); err != nil {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
@@ -110,9 +114,15 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	return &Result{Dir: dir, ResolvedSource: resolved}, nil
 }
 
-// remoteOptions builds the registry options: transport with the source's TLS settings, pull
-// secret, platform and a short retry policy (the controller retries too).
-func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) ([]remote.Option, *http.Transport, error) {
+// remoteOptions builds the registry options: transport with the source's TLS settings (seen
+// through ra), pull secret, platform and a short retry policy: the controller retries too, with
+// backoff.
+//
+// go-containerregistry retries a request once, after about 200 ms, when the registry answers 408,
+// 500, 502, 503 or 504 or the connection breaks; so one registry call of one Unpack is at most two
+// requests. A 429 is not retried here: the registry asked to slow down, and the controller waits
+// (for its Retry-After, or with backoff). A connection that is refused is not retried here either.
+func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options, ra *retryAfterTransport) ([]remote.Option, *http.Transport, error) {
 	tr := u.cfg.Transport.Clone()
 	if spec.InsecureSkipTLSVerify {
 		if tr.TLSClientConfig == nil {
@@ -130,14 +140,47 @@ func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.Im
 			return nil, tr, err
 		}
 	}
+	ra.RoundTripper = tr
 	return []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(tr),
+		remote.WithTransport(ra),
 		remote.WithAuthFromKeychain(keychain),
 		remote.WithPlatform(*u.cfg.Platform),
 		remote.WithUserAgent("olmv1-source"),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}),
+		remote.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout),
 	}, tr, nil
+}
+
+// retryAfterTransport remembers the Retry-After header of the registry's last 429 or 503 answer,
+// which go-containerregistry's errors do not carry.
+type retryAfterTransport struct {
+	http.RoundTripper
+
+	mu   sync.Mutex
+	last time.Duration
+}
+
+func (t *retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		t.mu.Lock()
+		t.last = d
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+// get returns the Retry-After of the last 429 or 503 answer (zero when it had none).
+func (t *retryAfterTransport) get() time.Duration {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
 type anonymousKeychain struct{}
@@ -331,7 +374,13 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 		case terr.StatusCode == http.StatusNotFound || hasCode(terr, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode):
 			return newError(KindNotFound, err, "%s not found in registry %s (check %s)", s.what, registry, imageRefField)
 		case terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode >= 500:
-			return newError(KindUnreachable, err, "registry %s answered %d %s for %s; will retry", registry, terr.StatusCode, http.StatusText(terr.StatusCode), s.what)
+			var ra time.Duration
+			if terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode == http.StatusServiceUnavailable {
+				ra = s.retryAfter.get()
+			}
+			e := newError(KindUnreachable, err, "registry %s answered %d %s for %s; %s", registry, terr.StatusCode, http.StatusText(terr.StatusCode), s.what, retryLater(ra))
+			e.RetryAfter = ra
+			return e
 		}
 	}
 	switch {
@@ -347,9 +396,9 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 	}
 	var nerr net.Error
 	if errors.As(err, &nerr) || strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") {
-		return newError(KindUnreachable, err, "cannot reach registry %s for %s: %v", registry, s.what, err)
+		return newError(KindUnreachable, err, "cannot reach registry %s for %s: %v; %s", registry, s.what, err, retryLater(0))
 	}
-	return newError(KindUnreachable, err, "fetching %s from registry %s: %v", s.what, registry, err)
+	return newError(KindUnreachable, err, "fetching %s from registry %s: %v; %s", s.what, registry, err, retryLater(0))
 }
 
 func hasCode(terr *transport.Error, codes ...transport.ErrorCode) bool {

@@ -49,7 +49,9 @@ type Config struct {
 // that expands past them (a decompression bomb) fails with KindTooLarge.
 type Limits struct {
 	// MaxBytes bounds the bytes read after decompression (every layer of an image, the archive or
-	// file of an HTTP source) and the bytes written (ConfigMaps, git files). Default DefaultMaxBytes.
+	// file of an HTTP source), the bytes written (ConfigMaps, git files) and, separately, the bytes
+	// of the packfile a git fetch receives (the fetch stops as soon as it is exceeded). Default
+	// DefaultMaxBytes.
 	MaxBytes int64
 	// MaxFiles bounds the number of files, directories and links written. Default DefaultMaxFiles.
 	MaxFiles int

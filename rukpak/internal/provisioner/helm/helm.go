@@ -17,10 +17,14 @@
 // whenever the output changes, so a chart is rendered twice and a template whose output differs
 // (randAlphaNum, uuidv4, now …) is reported. `lookup` sees nothing (the render never reads the
 // cluster), .Release.IsInstall is true and .Release.Revision is 1 on every render.
+//
+// Rendering is bounded in time and output size (limits.go): a chart whose templates loop or
+// produce too much is reported with reason RenderLimitExceeded.
 package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,6 +62,8 @@ const notesFile = "/templates/NOTES.txt"
 type Renderer struct {
 	values       client.Reader
 	capabilities CapabilitiesFunc
+	limits       Limits
+	slots        *renderSlots
 }
 
 var _ provisioner.Renderer = (*Renderer)(nil)
@@ -80,6 +86,7 @@ func New(opts ...Option) *Renderer {
 	for _, o := range opts {
 		o(r)
 	}
+	r.slots = newRenderSlots(r.limits.withDefaults().MaxConcurrent)
 	return r
 }
 
@@ -123,10 +130,22 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: %s (fix spec.config.values or spec.config.valuesFrom)", name, msg))
 	}
 
-	hooks, manifests, err := renderDeterministic(ch, top, caps)
-	if err != nil {
+	maxBytes := r.limits.withDefaults().MaxOutputBytes
+	out, err := r.renderWithin(ctx, req.Name, name, func(givenUp func() bool) (rendering, error) {
+		return renderDeterministic(ch, top, caps, maxBytes, givenUp)
+	})
+	var tooLarge *outputError
+	var notRun *notRenderedError
+	var ib *provisioner.InvalidBundleError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, invalid(ReasonRenderLimitExceeded, fmt.Sprintf("%s: %s", name, tooLarge.msg))
+	case errors.As(err, &notRun) || errors.As(err, &ib):
+		return nil, err
+	case err != nil:
 		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %v", name, err))
 	}
+	hooks, manifests := out.hooks, out.manifests
 	if err := checkHooks(name, hooks); err != nil {
 		return nil, err
 	}
@@ -163,17 +182,32 @@ func missingDependencies(ch *chart.Chart) []string {
 	return missing
 }
 
+// rendering is a chart's rendered hooks and manifests.
+type rendering struct {
+	hooks     []*release.Hook
+	manifests []releaseutil.Manifest
+}
+
+// outputError is a render whose output exceeds the size limit.
+type outputError struct{ msg string }
+
+func (e *outputError) Error() string { return e.msg }
+
 // renderDeterministic renders the chart twice and fails when an object's output differs: such a
 // chart would get a new revision on every reconcile. Hooks are not compared (test hooks often carry
-// random names, and they are not applied).
-func renderDeterministic(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, error) {
-	hooks, first, err := renderOnce(ch, top, caps)
+// random names, and they are not applied). Each render may produce at most maxBytes; when givenUp
+// reports true after the first, nobody waits for the result and the second is not started.
+func renderDeterministic(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities, maxBytes int64, givenUp func() bool) (rendering, error) {
+	hooks, first, err := renderOnce(ch, top, caps, maxBytes)
 	if err != nil {
-		return nil, nil, err
+		return rendering{}, err
 	}
-	_, second, err := renderOnce(ch, top, caps)
+	if givenUp() {
+		return rendering{}, errors.New("given up")
+	}
+	_, second, err := renderOnce(ch, top, caps, maxBytes)
 	if err != nil {
-		return nil, nil, err
+		return rendering{}, err
 	}
 	var differ []string
 	for i, m := range first {
@@ -182,19 +216,22 @@ func renderDeterministic(ch *chart.Chart, top chartutil.Values, caps *chartutil.
 		}
 	}
 	if len(differ) > 0 || len(first) != len(second) {
-		return nil, nil, fmt.Errorf("%s render differently each time (random or time-based functions such as randAlphaNum, uuidv4, now, genCA): rukpak renders on every reconcile and would record a new revision each time; pass such values in spec.config.values instead",
+		return rendering{}, fmt.Errorf("%s render differently each time (random or time-based functions such as randAlphaNum, uuidv4, now, genCA): rukpak renders on every reconcile and would record a new revision each time; pass such values in spec.config.values instead",
 			strings.Join(slices.Compact(differ), ", "))
 	}
-	return hooks, first, nil
+	return rendering{hooks: hooks, manifests: first}, nil
 }
 
 // renderOnce renders the templates and splits the output into hooks and manifests (in install
-// order), leaving NOTES.txt out.
-func renderOnce(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, error) {
+// order), leaving NOTES.txt out. More than maxBytes of output is an *outputError.
+func renderOnce(ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities, maxBytes int64) ([]*release.Hook, []releaseutil.Manifest, error) {
 	var e engine.Engine
 	files, err := e.Render(ch, top)
 	if err != nil {
 		return nil, nil, err
+	}
+	if msg := outputTooLarge(files, maxBytes); msg != "" {
+		return nil, nil, &outputError{msg: msg}
 	}
 	for k := range files {
 		if strings.HasSuffix(k, notesFile) {

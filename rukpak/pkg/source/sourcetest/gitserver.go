@@ -33,10 +33,12 @@ type GitServer struct {
 	noShallow  bool
 	sha1InWant bool
 
-	mu       sync.Mutex
-	repos    map[string]storer.Storer
-	depths   []int
-	requests int
+	mu        sync.Mutex
+	repos     map[string]storer.Storer
+	depths    []int
+	requests  int
+	inFlight  int
+	packBytes int64
 }
 
 // GitServerOption configures NewGitServer.
@@ -87,6 +89,36 @@ type storerLoader struct{ st storer.Storer }
 
 func (l storerLoader) Load(*transport.Endpoint) (storer.Storer, error) { return l.st, nil }
 
+// PackBytes returns the bytes of upload-pack responses (packfiles) the server has handed to the
+// network so far: an upper bound of what clients received.
+func (s *GitServer) PackBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.packBytes
+}
+
+// InFlight returns the number of requests being served now.
+func (s *GitServer) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
+}
+
+// countingWriter counts the bytes written through it into *n, under mu.
+type countingWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+	n  *int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.mu.Lock()
+	*c.n += int64(n)
+	c.mu.Unlock()
+	return n, err
+}
+
 // Requests returns the number of requests served so far.
 func (s *GitServer) Requests() int {
 	s.mu.Lock()
@@ -97,7 +129,13 @@ func (s *GitServer) Requests() int {
 func (s *GitServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests++
+	s.inFlight++
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
 	if s.user != "" {
 		u, p, ok := r.BasicAuth()
 		if !ok || u != s.user || p != s.password {
@@ -198,7 +236,8 @@ func (s *GitServer) uploadPack(w http.ResponseWriter, r *http.Request, sess tran
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	defer resp.Close() // also stops the pack encoder when the client went away
 	req.Depth = depth
 	w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
-	_ = packp.NewUploadPackResponseWithPackfile(req, resp).Encode(w)
+	_ = packp.NewUploadPackResponseWithPackfile(req, resp).Encode(countingWriter{w: w, mu: &s.mu, n: &s.packBytes})
 }

@@ -1,6 +1,6 @@
 // Package sourcetest runs the servers the source package fetches from, on 127.0.0.1, for tests: an
 // OCI registry (go-containerregistry's in-memory registry, optionally requiring basic auth, with
-// hooks to corrupt a blob or hang) and a git smart-HTTP server backed by go-git (optionally
+// hooks to corrupt a blob, hang, answer every request with an error status, or stop) and a git smart-HTTP server backed by go-git (optionally
 // requiring basic auth). Repositories are built in Go with NewRepo.
 package sourcetest
 
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,11 +35,14 @@ type Registry struct {
 	user     string
 	password string
 
-	mu       sync.Mutex
-	requests []string
-	tampered map[string][]byte
-	hang     bool
-	release  chan struct{}
+	mu         sync.Mutex
+	requests   []string
+	times      []time.Time
+	tampered   map[string][]byte
+	hang       bool
+	failStatus int
+	retryAfter string
+	release    chan struct{}
 }
 
 // RegistryOption configures NewRegistry.
@@ -71,9 +75,24 @@ func NewRegistry(t testing.TB, opts ...RegistryOption) *Registry {
 func (r *Registry) serve(inner http.Handler, w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests = append(r.requests, req.Method+" "+req.URL.Path)
+	r.times = append(r.times, time.Now())
 	hang := r.hang
 	body, tampered := r.tampered[req.URL.Path]
+	failStatus, retryAfter := r.failStatus, r.retryAfter
 	r.mu.Unlock()
+	if failStatus != 0 {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		code := "UNAVAILABLE"
+		if failStatus == http.StatusTooManyRequests {
+			code = "TOOMANYREQUESTS"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(failStatus)
+		_, _ = fmt.Fprintf(w, `{"errors":[{"code":%q,"message":"sourcetest: %s"}]}`, code, http.StatusText(failStatus))
+		return
+	}
 	if hang {
 		select {
 		case <-req.Context().Done():
@@ -149,6 +168,26 @@ func (r *Registry) Hang(hang bool) {
 	r.hang = hang
 }
 
+// Fail makes the registry answer every request with status (and an OCI error body), with a
+// Retry-After header when retryAfter is not empty; status 0 serves normally again.
+func (r *Registry) Fail(status int, retryAfter string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failStatus, r.retryAfter = status, retryAfter
+}
+
+// Stop closes the registry's listener: connections to Host are refused from then on.
+func (r *Registry) Stop() {
+	r.server.Close()
+}
+
+// RequestTimes returns when each request so far arrived, in the order of Requests.
+func (r *Registry) RequestTimes() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times...)
+}
+
 // Requests returns "METHOD /path" of every request so far.
 func (r *Registry) Requests() []string {
 	r.mu.Lock()
@@ -171,7 +210,7 @@ func (r *Registry) CountRequests(s string) int {
 func (r *Registry) ResetRequests() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.requests = nil
+	r.requests, r.times = nil, nil
 }
 
 type staticKeychain struct{ auth authn.Authenticator }
