@@ -16,12 +16,14 @@ set -euo pipefail
 targets=(
   catalogd:./internal/fbc:FuzzWalkMatchesDeclcfg
   catalogd:./internal/fbc:FuzzCanonicalize
+  catalogd:./internal/fbc:FuzzMayHaveAliases
   catalogd:./internal/metadataapi:FuzzContinueToken
   catalogd:./internal/metadataapi:FuzzListSelectors
   rukpak:./pkg/source:FuzzExtractArchive
   rukpak:./internal/provisioner/helm:FuzzHelmIgnore
   rukpak:./internal/provisioner/registryv1:FuzzRenderCSV
   rukpak:./internal/provisioner/kustomize:FuzzKustomizePath
+  rukpak:./internal/provisioner/manifest:FuzzDecodeMatchesKubernetes
   operator-controller:./internal/resolve:FuzzVersionRange
 )
 

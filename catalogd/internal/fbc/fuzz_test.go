@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,6 +26,8 @@ import (
 //     the same canonical blobs; on any file, walkMetas and Load return (no panic, no hang).
 //   - FuzzCanonicalize: canonicalize agrees with re-encoding through encoding/json, and the
 //     fast path (isCanonical) never accepts a blob the encoder would write differently.
+//   - FuzzMayHaveAliases (aliases_fuzz_test.go): the byte scan that lets documents without YAML
+//     aliases skip the alias check never misses an alias.
 
 // fuzzHangLimit bounds one input's walk. A real catalog file of a few KiB takes milliseconds; the
 // bound is generous because fuzzing shares a loaded machine.
@@ -43,6 +46,7 @@ var fuzzSeedYAML = []string{
 	"- a\n- b\n",
 	"schema: olm.package\nName: a\nname: b\n",
 	"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\nschema: olm.package\nname: alias\n",
+	"a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c]\nschema: olm.package\nname: laughs\n",
 	"",
 }
 
@@ -166,7 +170,10 @@ func FuzzWalkMatchesDeclcfg(f *testing.F) {
 		stop()
 
 		want, wantErr := fuzzCollect(declcfgWalk, root)
-		if wantErr == nil && !declcfgDropsLastLine(data) {
+		// Where declcfg expands YAML aliases into more than ten times the document, walkMetas
+		// refuses on purpose (see aliases.go); a document without aliases is never refused so.
+		aliasRefusal := errors.Is(gotErr, errAliasExpansion) && mayHaveAliases(data)
+		if wantErr == nil && !declcfgDropsLastLine(data) && !aliasRefusal {
 			if gotErr != nil {
 				t.Fatalf("declcfg accepts the file, walkMetas fails: %v", gotErr)
 			}

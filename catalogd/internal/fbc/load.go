@@ -7,6 +7,11 @@
 // compact JSON with sorted keys, and the blobs are sorted by schema, package, name and content. The
 // content hash is the sha256 of that canonical stream, so the same catalog gives the same hash
 // whatever its source, file layout, key order or blob order.
+//
+// Hostile content is refused as invalid, never retried: a YAML document whose aliases expand it to
+// more than ten times its size ("billion laughs", see aliases.go) is refused before it is expanded,
+// and so is a blob whose schema, package or name could not be served as written or would read as
+// another (invalid UTF-8, control and invisible characters, over-long names: see names.go).
 package fbc
 
 import (
@@ -86,6 +91,9 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 		}
 		if cm.Schema == "" {
 			return &InvalidError{fmt.Errorf("file %q: blob %s has no \"schema\" field; every FBC blob needs one (olm.package, olm.channel, olm.bundle, olm.deprecations, ...)", path, truncate(m.Blob))}
+		}
+		if err := checkNames(cm); err != nil {
+			return &InvalidError{fmt.Errorf("file %q: %w", path, err)}
 		}
 		// Decode the core schemas into typed objects for validation; the decoding runs in
 		// parallel (walkMetas calls us from several goroutines), only the appends are serial.

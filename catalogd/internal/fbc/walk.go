@@ -179,14 +179,21 @@ func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) 
 			}
 		}
 	}
+	if err := checkAliases(d.data); err != nil {
+		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
+	}
 	var v any
 	if err := yaml.Unmarshal(d.data, &v); err != nil {
-		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
+		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, fromGoYAMLError(err)))
 	}
 	if v == nil {
 		return nil
 	}
-	v, err := jsonable(v)
+	budget := expansionLimit(len(d.data))
+	v, err := jsonable(v, &budget)
+	if errors.Is(err, errBudget) {
+		err = expandsTooMuch(len(d.data))
+	}
 	if err != nil {
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
 	}
@@ -277,12 +284,20 @@ func (d document) emit(v any, fn func(path string, m *declcfg.Meta, err error) e
 	return fn(d.path, m, nil)
 }
 
+// errBudget says that jsonable's output would exceed its budget.
+var errBudget = errors.New("over budget")
+
 // jsonable turns what yaml.v2 decodes into what encoding/json decodes from the equivalent JSON:
 // maps with string keys (YAML allows other scalars as keys; they are written as strings, as
 // sigs.k8s.io/yaml does) and every number a float64.
-func jsonable(v any) (any, error) {
+//
+// It takes from *budget an estimate of the JSON it stands for (at least the bytes of strings and
+// keys, their quotes and the separators) and returns errBudget once the budget is spent: go-yaml
+// expands aliases into copies, and this bounds what they cost after it (see checkAliases).
+func jsonable(v any, budget *int64) (any, error) {
 	switch t := v.(type) {
 	case map[any]any:
+		*budget -= 2
 		m := make(map[string]any, len(t))
 		for k, val := range t {
 			var key string
@@ -302,7 +317,10 @@ func jsonable(v any) (any, error) {
 			default:
 				return nil, fmt.Errorf("unsupported map key %v of type %T", k, k)
 			}
-			c, err := jsonable(val)
+			if *budget -= int64(len(key)) + 4; *budget < 0 {
+				return nil, errBudget
+			}
+			c, err := jsonable(val, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -310,15 +328,28 @@ func jsonable(v any) (any, error) {
 		}
 		return m, nil
 	case []any:
+		if *budget -= 2 + int64(len(t)); *budget < 0 {
+			return nil, errBudget
+		}
 		out := make([]any, len(t))
 		for i, e := range t {
-			c, err := jsonable(e)
+			c, err := jsonable(e, budget)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = c
 		}
 		return out, nil
+	case string:
+		if *budget -= int64(len(t)) + 2; *budget < 0 {
+			return nil, errBudget
+		}
+		return v, nil
+	}
+	if *budget -= 4; *budget < 0 {
+		return nil, errBudget
+	}
+	switch t := v.(type) {
 	case int:
 		return float64(t), nil
 	case int64:

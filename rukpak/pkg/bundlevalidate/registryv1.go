@@ -44,7 +44,11 @@ func validateRegistryV1(dir string, r *Report) {
 
 	objs, err := manifest.ReadDir(content, b.manifestsDir)
 	if err != nil {
-		r.add(Problem{File: b.manifestsDir + "/", Message: err.Error(), Fix: "keep only Kubernetes manifests (.yaml, .yml, .json) with apiVersion, kind and metadata.name under " + b.manifestsDir + "/"})
+		p := Problem{File: b.manifestsDir + "/", Message: err.Error(), Fix: "keep only Kubernetes manifests (.yaml, .yml, .json) with apiVersion, kind and metadata.name under " + b.manifestsDir + "/"}
+		if errors.Is(err, manifest.ErrAliasExpansion) {
+			p.Fix = "" // the message names the file and says how to fix it
+		}
+		r.add(p)
 		return
 	}
 	b.objects = objs
@@ -82,7 +86,9 @@ func validateRegistryV1(dir string, r *Report) {
 	checkOwnedCRDs(b, r)
 	checkRBAC(b, r)
 	checkWebhooks(b, r)
-	runUpstreamValidators(dir, b, r)
+	if checkAliasesOfEveryFile(dir, r) {
+		runUpstreamValidators(dir, b, r)
+	}
 	runConversion(content, b, r)
 }
 
@@ -111,6 +117,14 @@ func readAnnotations(content fs.FS, b *bundleFiles, r *Report) {
 	}
 	var doc struct {
 		Annotations map[string]string `json:"annotations"`
+	}
+	if err := manifest.CheckAliases(data); err != nil {
+		p := Problem{File: annotationsFile, Message: "invalid YAML: " + err.Error(), Fix: "it must be an `annotations:` map of string keys to string values"}
+		if errors.Is(err, manifest.ErrAliasExpansion) {
+			p = Problem{File: annotationsFile, Message: err.Error()}
+		}
+		r.add(p)
+		return
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		r.add(Problem{File: annotationsFile, Message: "invalid YAML: " + err.Error(), Fix: "it must be an `annotations:` map of string keys to string values"})

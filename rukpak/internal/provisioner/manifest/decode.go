@@ -3,7 +3,9 @@
 package manifest
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +13,12 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // Object is one decoded manifest and where it came from.
@@ -82,15 +87,19 @@ func ReadDir(content fs.FS, dir string) ([]Object, error) {
 }
 
 // Decode splits data (YAML with `---` separators, or JSON) into objects. Empty documents are skipped;
-// a document without apiVersion, kind or metadata.name is an error naming file and document.
+// a document without apiVersion, kind or metadata.name is an error naming file and document. A YAML
+// document whose aliases expand it too much is refused before it is expanded (see CheckAliases).
 func Decode(file string, data []byte) ([]Object, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	dec := newDecoder(data)
 	var out []Object
 	for i := 0; ; i++ {
 		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
+		if err := dec.decode(&m); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
+			}
+			if errors.Is(err, ErrAliasExpansion) {
+				return nil, fmt.Errorf("%s (document %d): %w", file, i+1, err)
 			}
 			return nil, fmt.Errorf("%s (document %d): invalid YAML/JSON: %w", file, i+1, err)
 		}
@@ -111,4 +120,105 @@ func Decode(file string, data []byte) ([]Object, error) {
 		}
 		out = append(out, o)
 	}
+}
+
+// decoder reads the documents of a manifest file as k8s.io/apimachinery's YAMLOrJSONDecoder does
+// (a file whose first non-space byte within 4096 bytes is '{' is a JSON stream, which falls back to
+// YAML after at most one value; another file is YAML documents cut at "---" lines), but checks every
+// YAML document with CheckAliases before sigs.k8s.io/yaml expands it.
+type decoder struct {
+	data  []byte
+	json  *json.Decoder // nil once reading YAML
+	count int           // JSON values decoded
+	yaml  *utilyaml.YAMLReader
+}
+
+// jsonSniffLen is how far the Kubernetes decoder looks for a JSON stream's opening brace.
+const jsonSniffLen = 4096
+
+func newDecoder(data []byte) *decoder {
+	d := &decoder{data: data}
+	if utilyaml.IsJSONBuffer(data[:min(len(data), jsonSniffLen)]) {
+		d.json = json.NewDecoder(bytes.NewReader(data))
+	} else {
+		d.yaml = utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	}
+	return d
+}
+
+// decode decodes the next document into m; io.EOF at the end.
+func (d *decoder) decode(m *map[string]any) error {
+	var jsonErr error
+	if d.json != nil {
+		offset := d.json.InputOffset()
+		err := d.json.Decode(m)
+		if err == nil {
+			d.count++
+			return nil
+		}
+		if errors.Is(err, io.EOF) {
+			return err
+		}
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			jsonErr = utilyaml.JSONSyntaxError{Offset: syntax.Offset, Err: syntax}
+		} else {
+			jsonErr = err
+		}
+		if d.count > 1 {
+			return err
+		}
+		// Not a JSON stream after all: read the rest as YAML, after the white space that ends the
+		// last JSON value (up to and including the first newline).
+		d.json = nil
+		rest, ok := skipSpaceLine(d.data[offset:])
+		if !ok {
+			return jsonErr
+		}
+		d.yaml = utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rest)))
+	}
+	doc, err := d.yaml.Read()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return cmpErr(jsonErr, err)
+	}
+	if len(doc) != 0 {
+		if aerr := CheckAliases(doc); aerr != nil {
+			if errors.Is(aerr, ErrAliasExpansion) {
+				return aerr
+			}
+			return cmpErr(jsonErr, aerr)
+		}
+		if uerr := yaml.Unmarshal(doc, m); uerr != nil {
+			return cmpErr(jsonErr, uerr)
+		}
+	}
+	return err
+}
+
+// cmpErr is the error the Kubernetes decoder reports when YAML fails after JSON did: the JSON one.
+func cmpErr(jsonErr, yamlErr error) error {
+	if jsonErr != nil {
+		return jsonErr
+	}
+	return yamlErr
+}
+
+// skipSpaceLine drops leading white space up to and including the first newline, as the Kubernetes
+// decoder does before it falls back from JSON to YAML; ok is false where it gives up: on invalid
+// UTF-8, and within the last 3 bytes (it reads 4 bytes at a time and stops at a short read).
+func skipSpaceLine(b []byte) (rest []byte, ok bool) {
+	for len(b) >= 4 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError {
+			return b, false
+		}
+		if !unicode.IsSpace(r) {
+			return b, true
+		}
+		b = b[n:]
+		if r == '\n' {
+			return b, true
+		}
+	}
+	return nil, false
 }

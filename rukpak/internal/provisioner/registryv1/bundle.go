@@ -80,6 +80,11 @@ func loadBundle(content fs.FS) (*bundle, error) {
 		var a struct {
 			Annotations map[string]string `json:"annotations"`
 		}
+		if err := manifest.CheckAliases(data); errors.Is(err, manifest.ErrAliasExpansion) {
+			return nil, fmt.Errorf("%s: %w", annotationsFile, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
+		}
 		if err := yaml.Unmarshal(data, &a); err != nil {
 			return nil, fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
 		}
