@@ -24,7 +24,7 @@ targets=(
   rukpak:./internal/provisioner/registryv1:FuzzRenderCSV
   rukpak:./internal/provisioner/kustomize:FuzzKustomizePath
   rukpak:./internal/provisioner/manifest:FuzzDecodeMatchesKubernetes
-  operator-controller:./internal/resolve:FuzzVersionRange
+  deppy:./pkg/operators:FuzzVersionRange
 )
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -23,7 +23,7 @@ func mustRead(path string) string {
 }
 
 // TestResolveChoosesDefaultChannelHead: with no channel, deppy resolve takes the default channel's
-// head, as operator-controller does (operator-controller/internal/resolve tests the same catalog
+// head, as operator-controller does (deppy/pkg/operators tests the same catalog
 // shape through its own resolver); an explicit channel is used as given. Each answer of the CLI is
 // also checked against the library call it makes, olm.Resolve.
 func TestResolveChoosesDefaultChannelHead(t *testing.T) {

@@ -66,6 +66,7 @@ func main() {
 				APIReader: direct,
 				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}},
 				Metrics:   controller.NewMetrics(crmetrics.Registry),
+				Recorder:  mgr.GetEventRecorderFor("operator-controller"),
 
 				MaxConcurrentReconciles: workers,
 			}).SetupWithManager(mgr)

@@ -12,9 +12,9 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
-	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -45,6 +45,7 @@ func requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.B
 			Name: op.Name, Package: op.Spec.PackageName, VersionRange: op.Spec.Version, Channel: op.Spec.Channel,
 			ConstraintPolicy: olm.Enforce, Manual: op.Spec.UpgradePolicy == operatorsv1alpha1.UpgradePolicyManual,
 			ApprovedVersion: op.Spec.ApprovedVersion, Order: op.CreationTimestamp.UnixNano(),
+			InstallDependencies: op.Spec.DependencyPolicy == operatorsv1alpha1.DependencyPolicyInstall,
 		}
 		if op.Spec.UpgradeConstraintPolicy == operatorsv1alpha1.UpgradeConstraintPolicyIgnore {
 			r.ConstraintPolicy = olm.Ignore

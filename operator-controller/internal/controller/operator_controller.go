@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,9 +30,9 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
-	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -45,6 +46,8 @@ type OperatorReconciler struct {
 	Catalogs *catalogs.Cache
 	// Metrics, when set, records resolution durations and Operator states.
 	Metrics *Metrics
+	// Recorder, when set, records Events on Operators (dependency Operators created and deleted).
+	Recorder record.EventRecorder
 	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 4). Resolution itself
 	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
 	// Operator's own writes (namespace, BundleDeployment, status).
@@ -56,7 +59,7 @@ type OperatorReconciler struct {
 	lastOut  map[string]resolve.Outcome
 }
 
-// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=core.rukpak.io,resources=bundledeployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=catalogd.operatorframework.io,resources=catalogs,verbs=get;list;watch
@@ -113,6 +116,11 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			}
 		} else {
 			obs.bd = newBD
+			deps, err := r.ensureDependencies(ctx, op, obs.outcome.Bundle)
+			obs.dependencies = deps
+			if err != nil {
+				obs.applyErr, stepErr = err, err
+			}
 		}
 	} else if bd != nil {
 		// Nothing resolved: the installed bundle stays, but the ownership policies still reach its
@@ -287,6 +295,11 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 	}
 	bd, err := r.currentBundleDeployment(ctx, op)
 	if err != nil {
+		return err
+	}
+	// The dependency Operators it created go when nothing else needs them (the garbage collector
+	// would delete them once this Operator is gone; this does not wait for it).
+	if err := r.releaseDependencies(ctx, op, nil); err != nil {
 		return err
 	}
 	if bd != nil && bd.DeletionTimestamp.IsZero() {

@@ -7,8 +7,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
-	"github.com/olmv1/olmv1/operator-controller/internal/resolve"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -24,6 +24,9 @@ type observations struct {
 	applyErr error
 	// namespace is the install namespace chosen.
 	namespace string
+	// dependencies are the packages satisfying the resolved bundle's dependencies (nil when the
+	// BundleDeployment could not be written: the previous list is kept).
+	dependencies []operatorsv1alpha1.Dependency
 }
 
 func bundleMetadata(b *resolve.Bundle) *operatorsv1alpha1.BundleMetadata {
@@ -61,6 +64,9 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	default:
 		bundle = obs.outcome.Bundle
 		op.Status.ResolvedBundle = bundleMetadata(bundle)
+		if obs.applyErr == nil || obs.dependencies != nil {
+			op.Status.Dependencies = obs.dependencies
+		}
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded,
 			fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog))
 	}

@@ -1,13 +1,13 @@
-// Package resolve is operator-controller's resolution core: it turns every Operator's request, the
-// bundles its BundleDeployments install and the catalogs' content into one deppy OLM problem and
-// returns, per Operator, the bundle to install or why there is none. It is pure: every input is
-// passed in, nothing is read from a cluster.
+// Package operators is the resolution core of operator-controller (and of `deppy resolve
+// --kubeconfig`): it turns every Operator's request, the bundles its BundleDeployments install and
+// the catalogs' content into one deppy OLM problem and returns, per Operator, the bundle to install
+// or why there is none. It is pure: every input is passed in, nothing is read from a cluster.
 //
 // Which bundle is preferred (non-deprecated, then the default channel when an Operator names no
 // channel, then the highest version, then catalog priority) is decided by deppy's olm package
 // alone; nothing here reorders candidates or sets a channel the Operator did not name, so
 // `deppy resolve` over the same catalogs and requests chooses the same bundles.
-package resolve
+package operators
 
 import (
 	"context"
@@ -211,6 +211,9 @@ type solver struct {
 	// installDeps are the requests (by name) of the current solve whose dependencies may come from
 	// any package (InstallDependencies).
 	installDeps map[string]bool
+	// missingFor lists, per request of the current solve, the packages no Operator installs that
+	// its candidate bundles depend on (set by the StageOperatorPackagesOnly stage).
+	missingFor map[string][]string
 	// requestedBy names, per package, the Operator that asks for it, whether or not that
 	// Operator can be resolved: a dependency on a package whose Operator gave way is explained
 	// as such, not as a missing Operator.
@@ -308,7 +311,7 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 			}
 			return nil, failures
 		}
-		failures[remaining[culprit].Name] = msg
+		failures[remaining[culprit].Name] = msg + missingDependencies(s.missingFor[remaining[culprit].Name], remaining[culprit].InstallDependencies)
 		s.why[remaining[culprit].Package] = s.rootCause(remaining[culprit].Name, ns)
 		remaining = append(remaining[:culprit:culprit], remaining[culprit+1:]...)
 		if len(remaining) == 0 {
@@ -379,4 +382,18 @@ func truncate(s string, max int) string {
 		end--
 	}
 	return s[:end] + cut
+}
+
+// missingDependencies is the end of a failure message naming every package that no Operator
+// installs and that the request's candidate bundles need: the conflict explained names only one.
+func missingDependencies(pkgs []string, install bool) string {
+	if len(pkgs) == 0 || install {
+		return ""
+	}
+	quoted := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		quoted[i] = fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf(". Packages its bundles need that no Operator installs: %s; create an Operator for each (packageName), or set spec.dependencyPolicy: Install to have them created",
+		strings.Join(quoted, ", "))
 }

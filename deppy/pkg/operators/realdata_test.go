@@ -1,4 +1,4 @@
-package resolve
+package operators
 
 import (
 	"context"
@@ -10,14 +10,19 @@ import (
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
 
-// communityDir returns $OLMV1_TESTDATA/catalogs/community-v4.20 (default
-// ../../../../shared/testdata), skipping when absent.
+// sharedTestdata is $OLMV1_TESTDATA, by default ../shared/testdata next to the repository root
+// (../../../../shared/testdata from this package).
+func sharedTestdata() string {
+	if root := os.Getenv("OLMV1_TESTDATA"); root != "" {
+		return root
+	}
+	return filepath.Join("..", "..", "..", "..", "shared", "testdata")
+}
+
+// communityDir returns the shared test data's catalogs/community-v4.20, skipping when absent.
 func communityDir(t testing.TB) string {
 	t.Helper()
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "..", "shared", "testdata")
-	}
+	root := sharedTestdata()
 	dir := filepath.Join(root, "catalogs", "community-v4.20")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("real catalog %s is absent (set OLMV1_TESTDATA to the shared testdata folder to run this): %v", dir, err)

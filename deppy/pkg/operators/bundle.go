@@ -1,9 +1,10 @@
-package resolve
+package operators
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,17 +118,19 @@ func newBundle(idx *olm.Index, r Request, sel *olm.Selection) *Bundle {
 // Operator to create, or, when an Operator asks for it but gave way, which Operator cannot be resolved.
 func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pipeline, error) {
 	stage := deppyresolve.NewSource(StageOperatorPackagesOnly, func(_ context.Context, vars *deppyresolve.Variables) error {
+		allowed := s.withInstallableDependencies(vars)
 		missing := map[string][]*olm.Bundle{}
 		for _, v := range vars.All() {
 			b, ok := v.Entity.(*olm.Bundle)
 			if !ok {
 				continue
 			}
-			if s.allowed[b.Package] {
+			if allowed[b.Package] {
 				continue
 			}
 			missing[b.Package] = append(missing[b.Package], b)
 		}
+		s.missingFor = s.unprovided(vars, missing)
 		pkgs := make([]string, 0, len(missing))
 		for p := range missing {
 			pkgs = append(pkgs, p)
@@ -170,30 +173,39 @@ func (s *solver) onlyOperatorPackages(p deppyresolve.Pipeline) (deppyresolve.Pip
 	return p.Insert(olm.StageBundleDependencies, stage)
 }
 
-// withInstallableDependencies returns the allowed packages plus every package a request with
-// InstallDependencies may need: the packages of the bundles reachable through dependency
-// constraints from its requirement (its candidates, their dependencies' candidates, and so on).
-func (s *solver) withInstallableDependencies(vars *deppyresolve.Variables) map[string]bool {
-	allowed := make(map[string]bool, len(s.allowed))
-	for p := range s.allowed {
-		allowed[p] = true
+// unprovided returns, per request (by name), the packages in missing (no Operator installs them)
+// that bundles it may choose depend on, directly or through other dependencies, sorted.
+func (s *solver) unprovided(vars *deppyresolve.Variables, missing map[string][]*olm.Bundle) map[string][]string {
+	out := map[string][]string{}
+	if len(missing) == 0 {
+		return out
 	}
-	if len(s.installDeps) == 0 {
-		return allowed
-	}
-	seen := map[deppyresolve.Identifier]bool{}
-	var queue []*deppyresolve.Variable
 	for _, v := range vars.All() {
-		if rp, ok := v.Entity.(*olm.RequiredPackage); ok && s.installDeps[rp.Requirement.Name] {
-			seen[v.ID] = true
-			queue = append(queue, v)
+		rp, ok := v.Entity.(*olm.RequiredPackage)
+		if !ok {
+			continue
 		}
+		var pkgs []string
+		walkDependencies(vars, v, func(b *olm.Bundle) {
+			if missing[b.Package] != nil && !slices.Contains(pkgs, b.Package) {
+				pkgs = append(pkgs, b.Package)
+			}
+		})
+		sort.Strings(pkgs)
+		out[rp.Requirement.Name] = pkgs
 	}
+	return out
+}
+
+// walkDependencies calls visit for every bundle reachable from v through dependency constraints.
+func walkDependencies(vars *deppyresolve.Variables, v *deppyresolve.Variable, visit func(*olm.Bundle)) {
+	seen := map[deppyresolve.Identifier]bool{v.ID: true}
+	queue := []*deppyresolve.Variable{v}
 	for len(queue) > 0 {
 		v := queue[0]
 		queue = queue[1:]
 		if b, ok := v.Entity.(*olm.Bundle); ok {
-			allowed[b.Package] = true
+			visit(b)
 		}
 		for _, c := range v.Constraints {
 			if c.Kind != deppyresolve.KindDependency {
@@ -208,6 +220,21 @@ func (s *solver) withInstallableDependencies(vars *deppyresolve.Variables) map[s
 					queue = append(queue, next)
 				}
 			}
+		}
+	}
+}
+
+// withInstallableDependencies returns the allowed packages plus every package a request with
+// InstallDependencies may need: the packages of the bundles reachable through dependency
+// constraints from its requirement (its candidates, their dependencies' candidates, and so on).
+func (s *solver) withInstallableDependencies(vars *deppyresolve.Variables) map[string]bool {
+	allowed := make(map[string]bool, len(s.allowed))
+	for p := range s.allowed {
+		allowed[p] = true
+	}
+	for _, v := range vars.All() {
+		if rp, ok := v.Entity.(*olm.RequiredPackage); ok && s.installDeps[rp.Requirement.Name] {
+			walkDependencies(vars, v, func(b *olm.Bundle) { allowed[b.Package] = true })
 		}
 	}
 	return allowed

@@ -1,4 +1,4 @@
-package resolve
+package operators
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	mmsemver "github.com/Masterminds/semver/v3"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // FuzzVersionRange resolves an Operator whose spec.version (and installed and approved versions,
@@ -95,10 +94,7 @@ func bundleName(b *Bundle) string {
 // fuzzRealRanges are the skipRange and versionRange values of a few real bundles and catalogs
 // ($OLMV1_TESTDATA, by default ../shared/testdata next to the repository root); none when absent.
 func fuzzRealRanges(tb testing.TB) []string {
-	root, ok := sharedtestdata.Root()
-	if !ok {
-		return nil
-	}
+	root := sharedTestdata()
 	re := regexp.MustCompile(`(?:skipRange|versionRange)["']?:\s*["']([^"'\n]+)["']`)
 	seen := map[string]bool{}
 	var out []string
