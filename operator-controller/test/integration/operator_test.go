@@ -40,7 +40,10 @@ watchNamespaces: [team-a, team-b]
 config: {deploymentConfig: {env: [{name: A, value: "1"}], nodeSelector: {kubernetes.io/os: linux}}}
 collisionPolicy: IfNoController
 deletionPolicy: Orphan
+dependencyPolicy: Install
 `},
+		{Name: "dependencyPolicy must be known", Spec: with("dependencyPolicy", `Always`),
+			WantErrs: []string{`spec.dependencyPolicy: Unsupported value: "Always"`}},
 		{Name: "collisionPolicy None", Spec: with("collisionPolicy", `None`)},
 		{Name: "dotted package name", Spec: `packageName: example.com.operator`},
 		{Name: "version pins an exact version", Spec: with("version", `"1.2.3"`)},
@@ -113,6 +116,7 @@ func TestOperatorDefaults(t *testing.T) {
 		"upgradePolicy":           string(operatorsv1alpha1.UpgradePolicyAutomatic),
 		"collisionPolicy":         string(rukpakv1alpha1.CollisionPolicyPrevent),
 		"deletionPolicy":          string(rukpakv1alpha1.DeletionPolicyDelete),
+		"dependencyPolicy":        string(operatorsv1alpha1.DependencyPolicyRequire),
 	} {
 		if got, _, _ := unstructured.NestedString(obj.Object, "spec", field); got != want {
 			t.Errorf("spec.%s defaults to %q, want %q", field, got, want)
@@ -169,8 +173,9 @@ func TestOperatorGoTypesRoundTrip(t *testing.T) {
 					Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
 				},
 			},
-			CollisionPolicy: rukpakv1alpha1.CollisionPolicyIfNoController,
-			DeletionPolicy:  rukpakv1alpha1.DeletionPolicyOrphan,
+			CollisionPolicy:  rukpakv1alpha1.CollisionPolicyIfNoController,
+			DeletionPolicy:   rukpakv1alpha1.DeletionPolicyOrphan,
+			DependencyPolicy: operatorsv1alpha1.DependencyPolicyInstall,
 		},
 	}
 	want := op.Spec.DeepCopy()

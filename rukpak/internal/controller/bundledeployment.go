@@ -347,10 +347,9 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	var ae *apply.Error
 	if errors.As(err, &ae) {
 		se := &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: ae.Reason, terminal: ae.Reason == apply.ReasonPreflightFailed, err: err}
-		if ae.Reason == apply.ReasonObjectConflict || ae.Reason == apply.ReasonReleaseCorrupt {
-			// Neither the colliding object (not ours) nor the release Secrets are watched: look again
-			// now and then, and at once when the BundleDeployment changes (e.g. its collisionPolicy,
-			// or an annotation after the corrupt record was set aside).
+		if ae.Reason == apply.ReasonObjectConflict {
+			// The colliding object is not watched (it is not ours): look again now and then, and at
+			// once when the BundleDeployment changes (e.g. its collisionPolicy).
 			se.retryAfter = unhealthyRecheck
 		}
 		return se
