@@ -410,7 +410,7 @@ func (e *Engine) Uninstall(ctx context.Context, name string, deleteCRDs, orphan 
 		case orphan:
 			err = e.orphanOwned(ctx, name, u)
 		case isCRD(u) && !deleteCRDs:
-			continue
+			err = e.releaseCRD(ctx, name, u)
 		default:
 			var skipped bool
 			if skipped, err = e.deleteOwned(ctx, name, u); skipped {

@@ -25,10 +25,18 @@ import (
 // after reading the object again.
 const writeRetries = 5
 
+// ReleasedFromAnnotation marks a CustomResourceDefinition that rukpak kept when it uninstalled the
+// BundleDeployment named by the value (CRDs are kept by default: deleting one deletes users' custom
+// resources). Its owner labels are removed, so it is not tied to a BundleDeployment that is gone,
+// and any BundleDeployment whose bundle has it may take it back: OLM created it.
+const ReleasedFromAnnotation = "core.rukpak.io/released-from"
+
 // ownership says who owns an existing object.
 type ownership struct {
 	// self is true when the object carries this BundleDeployment's owner labels.
 	self bool
+	// released names the BundleDeployment whose uninstall kept this CRD (ReleasedFromAnnotation).
+	released string
 	// bundleDeployment is the name of another BundleDeployment that owns it.
 	bundleDeployment string
 	// controller is the object's controller ownerReference, if any.
@@ -44,6 +52,8 @@ func ownershipOf(u *unstructured.Unstructured, self string) ownership {
 		} else {
 			o.bundleDeployment = labels[OwnerNameLabel]
 		}
+	} else if isCRD(u) {
+		o.released = u.GetAnnotations()[ReleasedFromAnnotation]
 	}
 	return o
 }
@@ -53,6 +63,8 @@ func (o ownership) String() string {
 	switch {
 	case o.bundleDeployment != "":
 		return fmt.Sprintf("BundleDeployment %q", o.bundleDeployment)
+	case o.released != "" && o.controller == nil:
+		return fmt.Sprintf("nobody: kept when BundleDeployment %q was uninstalled", o.released)
 	case o.controller != nil:
 		return fmt.Sprintf("%s %q (its controller; not managed by OLM)", o.controller.Kind, o.controller.Name)
 	}
@@ -64,6 +76,8 @@ func mayTake(policy rukpakv1alpha1.CollisionPolicy, o ownership) bool {
 	switch {
 	case o.self, policy == rukpakv1alpha1.CollisionPolicyNone:
 		return true
+	case o.released != "" && o.controller == nil:
+		return true // a CRD OLM created and kept on uninstall: any bundle that has it takes it back
 	case policy == rukpakv1alpha1.CollisionPolicyIfNoController:
 		return o.bundleDeployment == "" && o.controller == nil
 	}
@@ -235,6 +249,28 @@ func (e *Engine) orphanOwned(ctx context.Context, self string, u *unstructured.U
 			return nil
 		case !apierrors.IsConflict(err) || attempt == writeRetries:
 			return fmt.Errorf("removing the ownership labels of %s: %w", KeyOf(u), err)
+		}
+	}
+}
+
+// releaseCRD keeps the CRD u names when BundleDeployment self is uninstalled: if self still owns it,
+// its owner labels are replaced by ReleasedFromAnnotation (with the resourceVersion as a
+// precondition), so that a later BundleDeployment with the same CRD takes it back instead of
+// reporting a conflict with a BundleDeployment that no longer exists.
+func (e *Engine) releaseCRD(ctx context.Context, self string, u *unstructured.Unstructured) error {
+	for attempt := 1; ; attempt++ {
+		live, err := e.observe(ctx, u)
+		if err != nil || live == nil || !ownershipOf(live, self).self {
+			return err
+		}
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:null,%q:null},"annotations":{%q:%q}}}`,
+			live.GetResourceVersion(), OwnerKindLabel, OwnerNameLabel, ReleasedFromAnnotation, self)
+		err = e.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch)))
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err) || attempt == writeRetries:
+			return fmt.Errorf("releasing the kept CRD %s: %w", KeyOf(u), err)
 		}
 	}
 }

@@ -304,9 +304,29 @@ spec:
 	if err != nil || len(secrets.Items) != 0 {
 		t.Errorf("release Secrets left after uninstall: %d (%v)", len(secrets.Items), err)
 	}
-	// CRDs stay unless the BundleDeployment opts into deleting them.
-	if err := k8s.Get(t.Context(), client.ObjectKey{Name: "gadgets.uninstall.example.com"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}); err != nil {
-		t.Errorf("the CRD should stay after uninstall: %v", err)
+	// CRDs stay unless the BundleDeployment opts into deleting them; the kept CRD is released: no
+	// owner labels (it is not tied to a BundleDeployment that is gone), the annotation says whose
+	// uninstall kept it.
+	kept := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: "gadgets.uninstall.example.com"}, kept); err != nil {
+		t.Fatalf("the CRD should stay after uninstall: %v", err)
+	}
+	if kept.Labels[apply.OwnerNameLabel] != "" || kept.Annotations[apply.ReleasedFromAnnotation] != name {
+		t.Errorf("kept CRD: labels %v, annotations %v; want no owner labels and %s=%s", kept.Labels, kept.Annotations, apply.ReleasedFromAnnotation, name)
+	}
+
+	// Another BundleDeployment whose bundle has the same CRD takes it back (collisionPolicy Prevent):
+	// OLM created it. Its UID is unchanged, so its custom resources (users' data) are kept.
+	const again = "uninstall-again"
+	writeBundle(t, "example.com/uninstall:v2", map[string]string{"crd.yaml": crd})
+	newBD(t, again, "example.com/uninstall:v2")
+	waitCondition(t, again, rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)
+	taken := &metav1.PartialObjectMetadata{TypeMeta: kept.TypeMeta}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: "gadgets.uninstall.example.com"}, taken); err != nil {
+		t.Fatal(err)
+	}
+	if taken.UID != kept.UID || taken.Labels[apply.OwnerNameLabel] != again {
+		t.Errorf("the kept CRD was not taken back in place: UID %s → %s, owner label %q", kept.UID, taken.UID, taken.Labels[apply.OwnerNameLabel])
 	}
 }
 
