@@ -15,6 +15,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
+	"github.com/olmv1/olmv1/catalogd/internal/fbc"
 	"github.com/olmv1/olmv1/catalogd/internal/metadataapi"
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
@@ -36,6 +37,8 @@ type flags struct {
 	metadataBindAddress string
 	metadataCertDir     string
 	metadataAPIService  string
+
+	maxConcurrentUnpacks int
 
 	fs *flag.FlagSet
 }
@@ -61,6 +64,8 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"directory with apiserver.crt and apiserver.key for the CatalogMetadata API; a self-signed pair is generated there when absent")
 	fs.StringVar(&f.metadataAPIService, "metadata-apiservice", "none",
 		"register the CatalogMetadata APIService: \"local\" (an ExternalName Service pointing at localhost, for a control plane on this machine), \"service:<namespace>/<name>[:port]\" (an in-cluster Service), or \"none\"")
+	fs.IntVar(&f.maxConcurrentUnpacks, "max-concurrent-unpacks", 0,
+		"how many Catalogs are unpacked, parsed and stored at once; 0 derives it from the container's memory limit (cgroup v2 memory.max): (limit - 128 MiB) / 64 MiB, between 1 and 8, or 2 without a limit")
 	f.fs = fs
 }
 
@@ -126,10 +131,22 @@ func main() {
 }
 
 func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
+	unpacks, err := unpackConcurrency(f.maxConcurrentUnpacks, cgroupMemoryMax)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("catalogd").Info("concurrent unpacks", "max", describeUnpackConcurrency(f.maxConcurrentUnpacks, unpacks, cgroupMemoryMax))
 	store, err := storage.New(f.storageDir)
 	if err != nil {
 		return err
 	}
+	// Catalogs are spilled to disk while they are parsed: on the storage volume, which has room
+	// for them, rather than in /tmp (a small emptyDir in the chart).
+	spillDir, err := store.TempDir()
+	if err != nil {
+		return err
+	}
+	fbc.SetDefaultTempDir(spillDir)
 	srv := &serve.Server{
 		Addr:     f.httpBindAddress,
 		CertFile: f.tlsCertFile,
@@ -169,9 +186,10 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	return (&controller.CatalogReconciler{
-		Client:         mgr.GetClient(),
-		Loader:         loader,
-		ContentBaseURL: base,
-		Recorder:       mgr.GetEventRecorder("catalogd"),
+		Client:               mgr.GetClient(),
+		Loader:               loader,
+		ContentBaseURL:       base,
+		Recorder:             mgr.GetEventRecorder("catalogd"),
+		MaxConcurrentUnpacks: unpacks,
 	}).SetupWithManager(mgr)
 }

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,6 +49,10 @@ type CatalogReconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock (optional, for tests).
 	Now func() time.Time
+	// MaxConcurrentUnpacks is how many Catalogs are reconciled (unpacked, parsed, stored) at once;
+	// 0 means 1. Each costs memory of the order of its largest packages (see docs/catalogd.md,
+	// "Sizing").
+	MaxConcurrentUnpacks int
 }
 
 // SetupWithManager registers the reconciler: it watches Catalogs (spec changes and deletions) and the
@@ -66,6 +71,7 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&catalogdv1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			deletingPredicate()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentUnpacks, 1)}).
 		Named("catalog")
 	if r.Loader.Namespace != "" {
 		cms, err := r.configMapSource(mgr)

@@ -201,12 +201,17 @@ func FuzzWalkMatchesDeclcfg(f *testing.F) {
 		if gotErr != nil {
 			t.Fatalf("Load succeeds where walkMetas fails (%v)", gotErr)
 		}
-		if len(cat.Metas) != len(got) {
-			t.Fatalf("Load returns %d blobs, walkMetas %d", len(cat.Metas), len(got))
+		defer cat.Close()
+		metas, err := cat.ReadMetas()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(metas) != len(got) {
+			t.Fatalf("Load returns %d blobs, walkMetas %d", len(metas), len(got))
 		}
 		for i := range got {
-			if compareMeta(cat.Metas[i], got[i]) != 0 {
-				t.Fatalf("Load blob %d %s differs from walkMetas blob %s", i, cat.Metas[i].Blob, got[i].Blob)
+			if compareMeta(metas[i], got[i]) != 0 {
+				t.Fatalf("Load blob %d %s differs from walkMetas blob %s", i, metas[i].Blob, got[i].Blob)
 			}
 		}
 	})

@@ -6,7 +6,8 @@
 // bundles, upgrade edges, deprecations), and returns the blobs in a canonical form: each blob is
 // compact JSON with sorted keys, and the blobs are sorted by schema, package, name and content. The
 // content hash is the sha256 of that canonical stream, so the same catalog gives the same hash
-// whatever its source, file layout, key order or blob order.
+// whatever its source, file layout, key order or blob order. The blobs are not kept in memory: they
+// are spilled to a temporary file and only an index of them is (see LoadWith).
 //
 // Hostile content is refused as invalid, never retried: a YAML document whose aliases expand it to
 // more than ten times its size ("billion laughs", see aliases.go) is refused before it is expanded,
@@ -18,17 +19,15 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/model"
@@ -50,15 +49,32 @@ type Counts struct {
 	Packages, Channels, Bundles int
 }
 
-// Catalog is a parsed, validated catalog in canonical order.
+// Entry locates one blob in the canonical stream.
+type Entry struct {
+	Schema  string `json:"schema"`
+	Package string `json:"package,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Offset  int64  `json:"offset"`
+	Length  int64  `json:"length"` // without the trailing newline
+}
+
+// Catalog is a parsed, validated catalog in canonical order. Its blobs are not in memory: they are
+// in a temporary file (removed from its directory as soon as it is created, so nothing is left
+// behind whatever happens) that WriteTo and Blob read. Close releases the file; a Catalog that is
+// not closed releases it when it is garbage collected.
 type Catalog struct {
-	// Metas are the blobs sorted by schema, package, name, then content.
-	Metas []Meta
+	// Entries are the blobs sorted by schema, package, name, then content, with their byte range in
+	// the canonical stream.
+	Entries []Entry
 	// Hash is "sha256:<hex>" of the canonical stream (see WriteTo).
 	Hash   string
 	Counts Counts
 	// Size is the number of bytes WriteTo writes.
 	Size int64
+
+	spill *spill
+	// at[i] is where Entries[i]'s blob is in the spill file.
+	at []int64
 }
 
 // InvalidError is returned by Load when the content is readable but is not a valid file-based
@@ -74,14 +90,51 @@ func IsInvalid(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// Load parses and validates the catalog under root.
+// Options tune LoadWith.
+type Options struct {
+	// TempDir is where the canonical blobs are spilled while the catalog is loaded and until it is
+	// closed (as large as the canonical stream); default: the directory set with
+	// SetDefaultTempDir, else os.TempDir().
+	TempDir string
+}
+
+var defaultTempDir atomic.Pointer[string]
+
+// SetDefaultTempDir sets where Load spills blobs when Options.TempDir is empty. catalogd sets it
+// once at start-up to a directory of its storage volume.
+func SetDefaultTempDir(dir string) { defaultTempDir.Store(&dir) }
+
+// Load parses and validates the catalog under root (see LoadWith) with the default Options.
 func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
-	var (
-		mu    sync.Mutex
-		metas []Meta
-		typed declcfg.DeclarativeConfig
-	)
-	err := walkMetas(ctx, root, func(path string, m *declcfg.Meta, err error) error {
+	return LoadWith(ctx, root, Options{})
+}
+
+// LoadWith parses and validates the catalog under root with memory bounded by its largest file
+// and its largest packages, not by the catalog:
+//
+//  1. walk: every blob is parsed, canonicalised and appended to a spill file; only its schema,
+//     package, name, place in the spill file and source file are kept in memory;
+//  2. order: the entries are sorted canonically (blobs are read back only to order blobs with the
+//     same schema, package and name);
+//  3. validate: one package at a time per CPU, its blobs are read back, decoded and validated as an
+//     operator-registry model (validation never looks across packages);
+//  4. hash: the blobs are read back in canonical order and hashed.
+func LoadWith(ctx context.Context, root fs.FS, opts Options) (_ *Catalog, err error) {
+	dir := opts.TempDir
+	if d := defaultTempDir.Load(); dir == "" && d != nil {
+		dir = *d
+	}
+	sp, err := newSpill(dir)
+	if err != nil {
+		return nil, fmt.Errorf("creating a temporary file for the catalog's blobs: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			sp.close()
+		}
+	}()
+	var files fileNames
+	err = walkMetas(ctx, root, func(path string, m *declcfg.Meta, err error) error {
 		if err != nil {
 			return &InvalidError{fmt.Errorf("file %q: %w", path, err)}
 		}
@@ -95,93 +148,77 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 		if err := checkNames(cm); err != nil {
 			return &InvalidError{fmt.Errorf("file %q: %w", path, err)}
 		}
-		// Decode the core schemas into typed objects for validation; the decoding runs in
-		// parallel (walkMetas calls us from several goroutines), only the appends are serial.
-		var add func()
-		switch cm.Schema {
-		case declcfg.SchemaPackage:
-			var p declcfg.Package
-			if err := json.Unmarshal(m.Blob, &p); err != nil {
-				return &InvalidError{fmt.Errorf("file %q: %s: %w", path, describe(m), err)}
-			}
-			add = func() { typed.Packages = append(typed.Packages, p) }
-		case declcfg.SchemaChannel:
-			var c declcfg.Channel
-			if err := json.Unmarshal(m.Blob, &c); err != nil {
-				return &InvalidError{fmt.Errorf("file %q: %s: %w", path, describe(m), err)}
-			}
-			add = func() { typed.Channels = append(typed.Channels, c) }
-		case declcfg.SchemaBundle:
-			var b declcfg.Bundle
-			if err := json.Unmarshal(m.Blob, &b); err != nil {
-				return &InvalidError{fmt.Errorf("file %q: %s: %w", path, describe(m), err)}
-			}
-			add = func() { typed.Bundles = append(typed.Bundles, b) }
-		case declcfg.SchemaDeprecation:
-			var d declcfg.Deprecation
-			if err := json.Unmarshal(m.Blob, &d); err != nil {
-				return &InvalidError{fmt.Errorf("file %q: %s: %w", path, describe(m), err)}
-			}
-			add = func() { typed.Deprecations = append(typed.Deprecations, d) }
-		}
-		mu.Lock()
-		metas = append(metas, cm)
-		if add != nil {
-			add()
-		}
-		mu.Unlock()
-		return nil
+		return sp.add(cm, files.index(path))
 	})
+	if err == nil {
+		err = sp.flush()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		var ie *InvalidError
-		if errors.As(err, &ie) {
+		if errors.As(err, &ie) || errors.Is(err, errSpill) {
 			return nil, err
 		}
 		return nil, &InvalidError{err}
 	}
-	if len(metas) == 0 {
+	if len(sp.entries) == 0 {
 		return nil, &InvalidError{errors.New("no FBC blobs found: the content holds no .json or .yaml file with a \"schema\" field (check the source's path or the image's /configs directory)")}
 	}
-	cat := newCatalog(metas)
-	if err := validate(ctx, typed, packageKeys(cat.Metas)); err != nil {
+	cat, err := sp.catalog()
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(ctx, sp, files.names); err != nil {
+		return nil, err
+	}
+	if err := cat.hash(); err != nil {
 		return nil, err
 	}
 	return cat, nil
 }
 
+// fileNames numbers the files blobs come from (an entry keeps the number, not the name).
+type fileNames struct {
+	mu    sync.Mutex
+	names []string
+	last  int
+}
+
+func (f *fileNames) index(path string) int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Blobs of a file arrive together (several workers share a file's documents), so a look at the
+	// most recent names is enough to avoid duplicates in the common case; duplicates are harmless.
+	for i := len(f.names) - 1; i >= max(0, len(f.names)-8); i-- {
+		if f.names[i] == path {
+			return int32(i)
+		}
+	}
+	f.names = append(f.names, path)
+	return int32(len(f.names) - 1)
+}
+
 // validate converts the catalog into operator-registry's model and validates it, one package at a
 // time on every CPU: packages are independent in the model, and conversion and validation (which
-// parse every bundle property) cost as much as reading the files.
+// parse every bundle property) cost as much as reading the files. Only the blobs of the packages
+// being validated are in memory.
 //
-// A package whose canonical blobs were validated before (same key in keys) is not validated again.
-func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[string]string) error {
-	byPkg := map[string]*declcfg.DeclarativeConfig{}
-	get := func(name string) *declcfg.DeclarativeConfig {
-		c, ok := byPkg[name]
-		if !ok {
-			c = &declcfg.DeclarativeConfig{}
-			byPkg[name] = c
+// A package whose canonical blobs were validated before (same key, see validcache.go) is not
+// decoded nor validated again. A blob that cannot be decoded into its schema's type is reported
+// before any invalid package, naming its file, as the walk would; then the first invalid package in
+// name order, so the message does not depend on timing.
+func validate(ctx context.Context, sp *spill, files []string) error {
+	byPkg := map[string][]int{}
+	for i, e := range sp.entries {
+		pkg, ok := validationPackage(e.Schema, e.Package, e.Name)
+		if ok {
+			byPkg[pkg] = append(byPkg[pkg], i)
 		}
-		return c
 	}
-	for _, p := range cfg.Packages {
-		get(p.Name).Packages = append(get(p.Name).Packages, p)
-	}
-	for _, c := range cfg.Channels {
-		get(c.Package).Channels = append(get(c.Package).Channels, c)
-	}
-	for _, b := range cfg.Bundles {
-		get(b.Package).Bundles = append(get(b.Package).Bundles, b)
-	}
-	for _, d := range cfg.Deprecations {
-		get(d.Package).Deprecations = append(get(d.Package).Deprecations, d)
-	}
-	names := slices.DeleteFunc(slices.Sorted(maps.Keys(byPkg)), func(name string) bool {
-		return validPackages.has(keys[name])
-	})
+	names := slices.Sorted(maps.Keys(byPkg))
+	decodeErrs := make([]error, len(names))
 	errs := make([]error, len(names))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -190,9 +227,28 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[strin
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			pkg := *byPkg[name]
-			pkg.Bundles = slices.Clone(pkg.Bundles)
-			var err error
+			blobs, err := sp.readAll(byPkg[name])
+			if err != nil {
+				return err
+			}
+			key := packageKey(name, func(yield func(schema string, blob []byte) bool) {
+				for j, idx := range byPkg[name] {
+					if !yield(sp.entries[idx].Schema, blobs[j]) {
+						return
+					}
+				}
+			})
+			if validPackages.has(key) {
+				return nil
+			}
+			var pkg declcfg.DeclarativeConfig
+			for j, idx := range byPkg[name] {
+				if err := decodeInto(&pkg, sp.entries[idx], blobs[j]); err != nil {
+					decodeErrs[i] = &InvalidError{fmt.Errorf("file %q: %s: %w", files[sp.entries[idx].file], describeEntry(sp.entries[idx]), err)}
+					return nil
+				}
+			}
+			blobs = nil
 			for j := range pkg.Bundles {
 				if pkg.Bundles[j], err = parseHeavyProperties(pkg.Bundles[j]); err != nil {
 					break
@@ -206,7 +262,7 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[strin
 				err = m.Validate()
 			}
 			if err == nil {
-				validPackages.add(keys[name])
+				validPackages.add(key)
 			}
 			errs[i] = err
 			return nil
@@ -215,11 +271,58 @@ func validate(ctx context.Context, cfg declcfg.DeclarativeConfig, keys map[strin
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	// Report the first invalid package in name order, so the message does not depend on timing.
+	for _, err := range decodeErrs {
+		if err != nil {
+			return err
+		}
+	}
 	for _, err := range errs {
 		if err != nil {
 			return &InvalidError{err}
 		}
+	}
+	return nil
+}
+
+// validationPackage is the package whose validation reads a blob: its own name for olm.package,
+// its package for the other core schemas; ok is false for other schemas.
+func validationPackage(schema, pkg, name string) (string, bool) {
+	switch schema {
+	case declcfg.SchemaPackage:
+		return name, true
+	case declcfg.SchemaChannel, declcfg.SchemaBundle, declcfg.SchemaDeprecation:
+		return pkg, true
+	}
+	return "", false
+}
+
+// decodeInto decodes a core-schema blob into its typed form and adds it to cfg.
+func decodeInto(cfg *declcfg.DeclarativeConfig, e spillEntry, blob []byte) error {
+	switch e.Schema {
+	case declcfg.SchemaPackage:
+		var p declcfg.Package
+		if err := json.Unmarshal(blob, &p); err != nil {
+			return err
+		}
+		cfg.Packages = append(cfg.Packages, p)
+	case declcfg.SchemaChannel:
+		var c declcfg.Channel
+		if err := json.Unmarshal(blob, &c); err != nil {
+			return err
+		}
+		cfg.Channels = append(cfg.Channels, c)
+	case declcfg.SchemaBundle:
+		var b declcfg.Bundle
+		if err := json.Unmarshal(blob, &b); err != nil {
+			return err
+		}
+		cfg.Bundles = append(cfg.Bundles, b)
+	case declcfg.SchemaDeprecation:
+		var d declcfg.Deprecation
+		if err := json.Unmarshal(blob, &d); err != nil {
+			return err
+		}
+		cfg.Deprecations = append(cfg.Deprecations, d)
 	}
 	return nil
 }
@@ -257,28 +360,6 @@ func parseHeavyProperties(b declcfg.Bundle) (declcfg.Bundle, error) {
 
 var emptyObject = json.RawMessage(`{}`)
 
-// newCatalog sorts metas canonically and computes the hash, counts and size.
-func newCatalog(metas []Meta) *Catalog {
-	slices.SortFunc(metas, compareMeta)
-	c := &Catalog{Metas: metas}
-	h := sha256.New()
-	for _, m := range metas {
-		h.Write(m.Blob)
-		h.Write(newline)
-		c.Size += int64(len(m.Blob)) + 1
-		switch m.Schema {
-		case declcfg.SchemaPackage:
-			c.Counts.Packages++
-		case declcfg.SchemaChannel:
-			c.Counts.Channels++
-		case declcfg.SchemaBundle:
-			c.Counts.Bundles++
-		}
-	}
-	c.Hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	return c
-}
-
 var newline = []byte{'\n'}
 
 func compareMeta(a, b Meta) int {
@@ -290,24 +371,6 @@ func compareMeta(a, b Meta) int {
 	)
 }
 
-// WriteTo writes the canonical stream: one blob per line, in canonical order. Its sha256 is c.Hash.
-func (c *Catalog) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	for _, m := range c.Metas {
-		k, err := w.Write(m.Blob)
-		n += int64(k)
-		if err != nil {
-			return n, err
-		}
-		k, err = w.Write(newline)
-		n += int64(k)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
 func describe(m *declcfg.Meta) string {
 	s := fmt.Sprintf("blob schema=%q", m.Schema)
 	if m.Package != "" {
@@ -317,6 +380,10 @@ func describe(m *declcfg.Meta) string {
 		s += fmt.Sprintf(" name=%q", m.Name)
 	}
 	return s
+}
+
+func describeEntry(e spillEntry) string {
+	return describe(&declcfg.Meta{Schema: e.Schema, Package: e.Package, Name: e.Name})
 }
 
 func truncate(b []byte) string {

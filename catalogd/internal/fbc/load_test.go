@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -185,16 +186,23 @@ func TestLoadRealCatalogs(t *testing.T) {
 	for _, tc := range []struct {
 		dir  string
 		want *Counts
+		// hash is what catalogd reported for this content before the store streamed (when it held
+		// every blob in memory): the streaming store must not change any served hash.
+		hash string
 	}{
-		{"catalogs/community-v4.20", &Counts{Packages: 37, Channels: 85, Bundles: 803}},
-		{"catalogs/community-v4.16", nil},
+		{"catalogs/community-v4.20", &Counts{Packages: 37, Channels: 85, Bundles: 803}, "sha256:53c5dc236a681e36f7c3c6f39f25c675db66383f9e671d8462707a3c0dc547b0"},
+		{"catalogs/community-v4.16", nil, "sha256:6b217392837eb5230037d9a5c8f5d508efc25642689dbf5cc98f705fb7be577c"},
 	} {
 		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
 			c, err := Load(t.Context(), os.DirFS(testdataDir(t, tc.dir)))
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer c.Close()
 			t.Logf("%s: %+v, %d bytes, %s", tc.dir, c.Counts, c.Size, c.Hash)
+			if c.Hash != tc.hash {
+				t.Errorf("hash %s, want %s (the hash before the streaming store)", c.Hash, tc.hash)
+			}
 			if tc.want != nil && c.Counts != *tc.want {
 				t.Errorf("counts = %+v, want %+v", c.Counts, *tc.want)
 			}
@@ -214,7 +222,11 @@ func TestValidatedPackagesAreRemembered(t *testing.T) {
 	ForgetValidatedPackages()
 	good := map[string]string{"foo.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + bundlesYAML}
 	a := mustLoad(t, good)
-	keys := packageKeys(a.Metas)
+	metas, err := a.ReadMetas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := packageKeys(metas)
 	if len(keys) != 1 || !validPackages.has(keys["foo"]) {
 		t.Fatalf("package foo not remembered as valid: keys %v", keys)
 	}
@@ -230,5 +242,73 @@ func TestValidatedPackagesAreRemembered(t *testing.T) {
 	changed := map[string]string{"foo.yaml": strings.Replace(good["foo.yaml"], "defaultChannel: stable", "defaultChannel: other", 1)}
 	if _, err := Load(t.Context(), mapFS(changed)); err == nil {
 		t.Error("a changed, invalid package foo was accepted")
+	}
+}
+
+// TestLoadOrdersLikeTheSortedWalk: blobs with the same schema, package and name (which the
+// streaming store orders by reading them back) come out in the order of the in-memory definition
+// (the walk's blobs sorted by compareMeta), and the hash is that stream's.
+func TestLoadOrdersLikeTheSortedWalk(t *testing.T) {
+	files := map[string]string{
+		"a.yaml": pkgYAML + "---\n" + chanYAML + "---\n" + bundlesYAML,
+		"b.json": `{"schema":"example.note","package":"foo","text":"zebra"}
+{"schema":"example.note","package":"foo","text":"apple"}
+{"schema":"example.note","package":"foo","text":"mango","name":"m"}
+{"schema":"example.note","text":"top"}`,
+		"c.yaml": "schema: example.note\npackage: foo\ntext: kiwi\n",
+	}
+	c := mustLoad(t, files)
+	defer c.Close()
+	got, err := c.ReadMetas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Meta
+	if err := walkMetas(t.Context(), mapFS(files), func(_ string, m *declcfg.Meta, err error) error {
+		if err != nil {
+			return err
+		}
+		cm, err := canonicalize(m)
+		want = append(want, cm)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(want, compareMeta)
+	if len(got) != len(want) {
+		t.Fatalf("%d blobs, want %d", len(got), len(want))
+	}
+	h := sha256.New()
+	for i := range want {
+		if compareMeta(got[i], want[i]) != 0 {
+			t.Errorf("blob %d: %s, want %s", i, got[i].Blob, want[i].Blob)
+		}
+		if e := c.Entries[i]; e.Schema != want[i].Schema || e.Package != want[i].Package || e.Name != want[i].Name || e.Length != int64(len(want[i].Blob)) {
+			t.Errorf("entry %d: %+v, want blob %s", i, e, want[i].Blob)
+		}
+		h.Write(want[i].Blob)
+		h.Write([]byte{'\n'})
+	}
+	if w := "sha256:" + hex.EncodeToString(h.Sum(nil)); c.Hash != w {
+		t.Errorf("hash %s, want %s", c.Hash, w)
+	}
+}
+
+// TestLoadUndecodableBlobNamesItsFile: a blob that is JSON but not its schema's type (decoded
+// after the walk, when its package is validated) is reported with its file, before any invalid
+// package.
+func TestLoadUndecodableBlobNamesItsFile(t *testing.T) {
+	ForgetValidatedPackages()
+	_, err := Load(t.Context(), mapFS(map[string]string{
+		"a/bad.yaml": "schema: olm.bundle\npackage: zzz\nname: zzz.v1\nimage: 5\n",
+		"b/foo.yaml": strings.Replace(pkgYAML, "stable", "fast", 1) + "---\n" + chanYAML + "---\n" + bundlesYAML,
+	}))
+	if err == nil || !IsInvalid(err) {
+		t.Fatalf("Load = %v, want an InvalidError", err)
+	}
+	for _, want := range []string{`file "a/bad.yaml"`, `schema="olm.bundle"`, `name="zzz.v1"`, "cannot unmarshal"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

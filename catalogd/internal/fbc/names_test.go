@@ -137,7 +137,11 @@ func TestUnusualButVisibleNamesAreServedAsWritten(t *testing.T) {
 			continue
 		}
 		want := map[string]string{"olm.package": tc.pkg, "olm.channel": tc.channel, "olm.bundle": tc.bundle}
-		for _, m := range cat.Metas {
+		metas, err := cat.ReadMetas()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metas {
 			if m.Name != want[m.Schema] {
 				t.Errorf("%s name %q, want %q", m.Schema, m.Name, want[m.Schema])
 			}

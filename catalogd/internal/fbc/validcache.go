@@ -3,10 +3,8 @@ package fbc
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
+	"iter"
 	"sync"
-
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
 // Model validation costs about as much as parsing, and most packages do not change between two
@@ -68,31 +66,35 @@ func (k *keySet) reset() {
 // packageKeys returns, per package, the sha256 of the canonical blobs that validation reads for it
 // (its olm.package, olm.channel, olm.bundle and olm.deprecations blobs), in canonical order.
 func packageKeys(metas []Meta) map[string]string {
-	hashers := map[string]hash.Hash{}
+	byPkg := map[string][]Meta{}
 	for _, m := range metas {
-		pkg := m.Package
-		switch m.Schema {
-		case declcfg.SchemaPackage:
-			pkg = m.Name
-		case declcfg.SchemaChannel, declcfg.SchemaBundle, declcfg.SchemaDeprecation:
-		default:
-			continue
+		if pkg, ok := validationPackage(m.Schema, m.Package, m.Name); ok {
+			byPkg[pkg] = append(byPkg[pkg], m)
 		}
-		h, ok := hashers[pkg]
-		if !ok {
-			h = sha256.New()
-			h.Write([]byte(pkg))
-			h.Write([]byte{0})
-			hashers[pkg] = h
-		}
-		h.Write([]byte(m.Schema))
-		h.Write([]byte{0})
-		h.Write(m.Blob)
-		h.Write(newline)
 	}
-	keys := make(map[string]string, len(hashers))
-	for pkg, h := range hashers {
-		keys[pkg] = hex.EncodeToString(h.Sum(nil))
+	keys := make(map[string]string, len(byPkg))
+	for pkg, ms := range byPkg {
+		keys[pkg] = packageKey(pkg, func(yield func(schema string, blob []byte) bool) {
+			for _, m := range ms {
+				if !yield(m.Schema, m.Blob) {
+					return
+				}
+			}
+		})
 	}
 	return keys
+}
+
+// packageKey is the key of package pkg whose blobs, in canonical order, blobs yields.
+func packageKey(pkg string, blobs iter.Seq2[string, []byte]) string {
+	h := sha256.New()
+	h.Write([]byte(pkg))
+	h.Write([]byte{0})
+	for schema, blob := range blobs {
+		h.Write([]byte(schema))
+		h.Write([]byte{0})
+		h.Write(blob)
+		h.Write(newline)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

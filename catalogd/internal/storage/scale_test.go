@@ -117,12 +117,12 @@ func TestStoreTenThousandPackages(t *testing.T) {
 	}
 	loadTime := time.Since(start)
 	want := fbc.Counts{Packages: tenThousand, Channels: tenThousand, Bundles: 2 * tenThousand}
-	if cat.Counts != want || len(cat.Metas) != 4*tenThousand {
-		t.Fatalf("loaded %+v in %d blobs, want %+v in %d", cat.Counts, len(cat.Metas), want, 4*tenThousand)
+	if cat.Counts != want || len(cat.Entries) != 4*tenThousand {
+		t.Fatalf("loaded %+v in %d blobs, want %+v in %d", cat.Counts, len(cat.Entries), want, 4*tenThousand)
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	t.Logf("fbc.Load: %v, %d blobs, %.1f MiB canonical, Go heap in use %.0f MiB", loadTime.Round(time.Millisecond), len(cat.Metas), float64(cat.Size)/(1<<20), float64(ms.HeapInuse)/(1<<20))
+	t.Logf("fbc.Load: %v, %d blobs, %.1f MiB canonical, Go heap in use %.0f MiB", loadTime.Round(time.Millisecond), len(cat.Entries), float64(cat.Size)/(1<<20), float64(ms.HeapInuse)/(1<<20))
 
 	root := t.TempDir()
 	s, err := New(root)

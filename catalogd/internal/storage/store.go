@@ -16,7 +16,6 @@
 package storage
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,19 +30,14 @@ import (
 )
 
 const (
+	tmpDir      = ".tmp"
 	allFile     = "all.json"
 	indexFile   = "index.json"
 	currentLink = "current"
 )
 
-// Entry locates one blob inside all.json.
-type Entry struct {
-	Schema  string `json:"schema"`
-	Package string `json:"package,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Offset  int64  `json:"offset"`
-	Length  int64  `json:"length"` // without the trailing newline
-}
+// Entry locates one blob inside all.json (schema, package, name, offset, length).
+type Entry = fbc.Entry
 
 // indexDoc is the on-disk form of index.json.
 type indexDoc struct {
@@ -108,6 +102,7 @@ func New(root string) (*Store, error) {
 		return nil, fmt.Errorf("creating the storage directory %s (set --storage-dir to a writable directory): %w", root, err)
 	}
 	s := &Store{root: root, contents: map[string]*Content{}, subs: map[int]chan<- Event{}}
+	_ = os.RemoveAll(filepath.Join(root, tmpDir)) // what a crash left in TempDir
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
@@ -130,6 +125,17 @@ func New(root string) (*Store, error) {
 		s.contents[d.Name()] = c
 	}
 	return s, nil
+}
+
+// TempDir returns (creating it) a directory on the store's volume for temporary files, such as the
+// blobs fbc.Load spills while it parses a catalog. It is emptied when the store is opened; it is
+// never a catalog's directory (catalog names do not start with a dot).
+func (s *Store) TempDir() (string, error) {
+	dir := filepath.Join(s.root, tmpDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating the temporary directory of the store: %w", err)
+	}
+	return dir, nil
 }
 
 // Root is the directory the store lives in.
@@ -270,21 +276,13 @@ func writeContent(dir, catalog string, cat *fbc.Catalog) (*indexDoc, error) {
 		return nil, err
 	}
 	defer f.Close()
-	w := bufio.NewWriterSize(f, 256<<10)
-	doc := &indexDoc{Catalog: catalog, Hash: cat.Hash, Counts: cat.Counts, Size: cat.Size, Entries: make([]Entry, len(cat.Metas))}
-	var off int64
-	for i, m := range cat.Metas {
-		if _, err := w.Write(m.Blob); err != nil {
-			return nil, err
-		}
-		if err := w.WriteByte('\n'); err != nil {
-			return nil, err
-		}
-		doc.Entries[i] = Entry{Schema: m.Schema, Package: m.Package, Name: m.Name, Offset: off, Length: int64(len(m.Blob))}
-		off += int64(len(m.Blob)) + 1
-	}
-	if err := w.Flush(); err != nil {
+	// The catalog's entries already hold the offsets of its canonical stream, which is streamed
+	// from its spill file: nothing of the size of the catalog is in memory.
+	doc := &indexDoc{Catalog: catalog, Hash: cat.Hash, Counts: cat.Counts, Size: cat.Size, Entries: cat.Entries}
+	if n, err := cat.WriteTo(f); err != nil {
 		return nil, err
+	} else if n != cat.Size {
+		return nil, fmt.Errorf("wrote %d bytes of %d", n, cat.Size)
 	}
 	if err := f.Sync(); err != nil {
 		return nil, err

@@ -201,3 +201,31 @@ func TestNewRemovesLeftoversOfInterruptedPuts(t *testing.T) {
 		t.Errorf("catalog directory after restart: %v", ds)
 	}
 }
+
+// TestTempDirIsNotACatalog: the store's temporary directory is emptied when the store is opened and
+// never read as a catalog's content.
+func TestTempDirIsNotACatalog(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := s.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dir, "left-by-a-crash")
+	if err := os.WriteFile(left, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("%s survived opening the store: %v", left, err)
+	}
+	if len(s.List()) != 0 {
+		t.Errorf("the store serves %d catalogs, want none", len(s.List()))
+	}
+}

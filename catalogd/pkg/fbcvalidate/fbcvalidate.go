@@ -31,7 +31,8 @@ func Validate(ctx context.Context, root fs.FS) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Hash: c.Hash, Packages: c.Counts.Packages, Channels: c.Counts.Channels, Bundles: c.Counts.Bundles, Blobs: len(c.Metas)}, nil
+	defer c.Close()
+	return &Result{Hash: c.Hash, Packages: c.Counts.Packages, Channels: c.Counts.Channels, Bundles: c.Counts.Bundles, Blobs: len(c.Entries)}, nil
 }
 
 // IsInvalid reports whether err says the content is not a valid file-based catalog (catalogd's

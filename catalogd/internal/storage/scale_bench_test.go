@@ -1,0 +1,273 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/olmv1/olmv1/catalogd/internal/fbc"
+)
+
+// BenchmarkCatalogStoreScale (`make bench BENCH=CatalogStoreScale`) measures catalogd's store path
+// (fbc.Load cold — every package validated —, then Put: canonicalise, hash, write, sync, swap) on
+// a ~15 MB catalog (community-v4.20 as it is) and a ~60 MB one (community-v4.16 and v4.20, two
+// copies of each with every package renamed per copy, about the size of OpenShift's default
+// catalogs; built by the benchmark from the real test data).
+//
+// In the same loop, alternately, it runs operator-registry's declcfg.LoadFS + declcfg.ConvertToModel
+// (the reference) on the same directory, so that both see the same machine load, and reports the
+// ratios of wall time and of CPU time (user + system of the process, GC included).
+//
+// Peak RSS is measured in child processes (the test binary started again, doing the work once, then
+// printing its VmHWM): a process's peak resident set is a high-water mark that cannot be reset, so
+// measuring inside the benchmark process would report whatever ran before. store-peak-RSS-MiB
+// is the child running the store path, declcfg-peak-RSS-MiB the child running the reference, and
+// idle-RSS-MiB a child that only starts (the test binary's own floor).
+func BenchmarkCatalogStoreScale(b *testing.B) {
+	small := communityDir(b)
+	b.Run("15MB", func(b *testing.B) { benchStoreScale(b, small) })
+	b.Run("60MB", func(b *testing.B) { benchStoreScale(b, largeCatalog(b)) })
+}
+
+func benchStoreScale(b *testing.B, dir string) {
+	idle := childPeakRSS(b, "idle", dir)
+	store := childPeakRSS(b, "store", dir)
+	ref := childPeakRSS(b, "declcfg", dir)
+	s, err := New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := os.DirFS(dir)
+	var size int64
+	var oursWall, refWall, oursCPU, refCPU time.Duration
+	i := 0
+	for b.Loop() {
+		fbc.ForgetValidatedPackages()
+		runtime.GC()
+		start, cpu := time.Now(), processCPU()
+		cat, err := fbc.Load(context.Background(), root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Put(fmt.Sprintf("scale-%d", i), cat); err != nil {
+			b.Fatal(err)
+		}
+		oursWall, oursCPU = oursWall+time.Since(start), oursCPU+processCPU()-cpu
+		size = cat.Size
+		cat.Close()
+		_ = s.Delete(fmt.Sprintf("scale-%d", i))
+		i++
+
+		runtime.GC()
+		start, cpu = time.Now(), processCPU()
+		if err := declcfgLoadAndConvert(root); err != nil {
+			b.Fatal(err)
+		}
+		refWall, refCPU = refWall+time.Since(start), refCPU+processCPU()-cpu
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(size)/(1<<20), "canonical-MiB")
+	b.ReportMetric(oursWall.Seconds()*1000/n, "store-ms/op")
+	b.ReportMetric(refWall.Seconds()*1000/n, "declcfg-ms/op")
+	b.ReportMetric(float64(oursWall)/float64(refWall), "wall-ratio")
+	b.ReportMetric(float64(oursCPU)/float64(refCPU), "cpu-ratio")
+	b.ReportMetric(idle, "idle-RSS-MiB")
+	b.ReportMetric(store, "store-peak-RSS-MiB")
+	b.ReportMetric(ref, "declcfg-peak-RSS-MiB")
+}
+
+// declcfgLoadAndConvert is the reference: what operator-registry does to read and check a catalog.
+func declcfgLoadAndConvert(root fs.FS) error {
+	cfg, err := declcfg.LoadFS(context.Background(), root)
+	if err != nil {
+		return err
+	}
+	_, err = declcfg.ConvertToModel(*cfg)
+	return err
+}
+
+// processCPU is the user + system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// storeScaleChildEnv makes the test binary started by childPeakRSS run TestCatalogStoreScaleChild:
+// "<mode> <catalog dir>".
+const storeScaleChildEnv = "OLMV1_STORE_SCALE_CHILD"
+
+// childPeakRSS runs mode once in a new process of the test binary and returns its peak RSS in MiB.
+func childPeakRSS(b *testing.B, mode, dir string) float64 {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCatalogStoreScaleChild$", "-test.v")
+	cmd.Env = append(os.Environ(), storeScaleChildEnv+"="+mode+" "+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestCatalogStoreScaleChild") {
+		b.Fatalf("child %s: %v\n%s", mode, err, out)
+	}
+	_, after, ok := strings.Cut(string(out), peakMarker)
+	var kib float64
+	if _, err := fmt.Sscan(after, &kib); !ok || err != nil {
+		b.Fatalf("child %s printed no peak RSS:\n%s", mode, out)
+	}
+	return kib / 1024
+}
+
+// peakMarker precedes the child's VmHWM (in KiB) in its output. The child reads its own high-water
+// mark rather than the parent reading getrusage's ru_maxrss: on Linux a child started with vfork
+// inherits in ru_maxrss the high-water mark of the parent's memory at exec time.
+const peakMarker = "peak-rss-kib: "
+
+// TestCatalogStoreScaleChild is the work of BenchmarkCatalogStoreScale's child processes; it does
+// nothing (and is skipped) in a normal test run.
+func TestCatalogStoreScaleChild(t *testing.T) {
+	mode, dir, ok := strings.Cut(os.Getenv(storeScaleChildEnv), " ")
+	if !ok {
+		t.Skip("run by BenchmarkCatalogStoreScale")
+	}
+	switch mode {
+	case "idle":
+	case "store":
+		s, err := New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, err := fbc.Load(context.Background(), os.DirFS(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put("scale", cat); err != nil {
+			t.Fatal(err)
+		}
+		cat.Close()
+	case "declcfg":
+		if err := declcfgLoadAndConvert(os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("unknown mode %q", mode)
+	}
+	fmt.Printf("%s%d\n", peakMarker, procStatusKiB("VmHWM:"))
+}
+
+// procStatusKiB reads a "<field> N kB" line of /proc/self/status.
+func procStatusKiB(field string) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// largeCatalog builds the ~60 MB catalog under a temporary directory: community-v4.16 and
+// community-v4.20, each copied twice with every package renamed per copy (suffixes -a1, -a2 and -b1, -b2: the two
+// catalogs share package names), written
+// as YAML, one catalog.yaml per package as the originals.
+func largeCatalog(b *testing.B) string {
+	b.Helper()
+	root, dir := filepath.Dir(communityDir(b)), b.TempDir()
+	for _, c := range []struct{ src, suffix string }{
+		{"community-v4.16", "-a1"}, {"community-v4.16", "-a2"},
+		{"community-v4.20", "-b1"}, {"community-v4.20", "-b2"},
+	} {
+		if err := copyRenamed(filepath.Join(root, c.src), dir, c.suffix); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// copyRenamed writes every package directory of src under dst, renaming the package (and every
+// reference to it and to the other packages of src) with suffix.
+func copyRenamed(src, dst, suffix string) error {
+	dirs, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join(src, d.Name())))
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.Name(), err)
+		}
+		if err := renamePackages(cfg, suffix); err != nil {
+			return fmt.Errorf("%s: %w", d.Name(), err)
+		}
+		out := filepath.Join(dst, d.Name()+suffix)
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(out, "catalog.yaml"))
+		if err != nil {
+			return err
+		}
+		if err := declcfg.WriteYAML(*cfg, f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func renamePackages(cfg *declcfg.DeclarativeConfig, suffix string) error {
+	for i := range cfg.Packages {
+		cfg.Packages[i].Name += suffix
+	}
+	for i := range cfg.Channels {
+		cfg.Channels[i].Package += suffix
+	}
+	for i := range cfg.Deprecations {
+		cfg.Deprecations[i].Package += suffix
+	}
+	for i := range cfg.Bundles {
+		b := &cfg.Bundles[i]
+		b.Package += suffix
+		for j, p := range b.Properties {
+			var v map[string]any
+			switch p.Type {
+			case property.TypePackage, property.TypePackageRequired:
+			default:
+				continue
+			}
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return err
+			}
+			if name, ok := v["packageName"].(string); ok {
+				v["packageName"] = name + suffix
+			}
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			b.Properties[j].Value = raw
+		}
+	}
+	return nil
+}
