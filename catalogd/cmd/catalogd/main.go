@@ -15,7 +15,6 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/controller"
-	"github.com/olmv1/olmv1/catalogd/internal/fbc"
 	"github.com/olmv1/olmv1/catalogd/internal/metadataapi"
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
@@ -140,13 +139,6 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// Catalogs are spilled to disk while they are parsed: on the storage volume, which has room
-	// for them, rather than in /tmp (a small emptyDir in the chart).
-	spillDir, err := store.TempDir()
-	if err != nil {
-		return err
-	}
-	fbc.SetDefaultTempDir(spillDir)
 	srv := &serve.Server{
 		Addr:     f.httpBindAddress,
 		CertFile: f.tlsCertFile,
@@ -178,7 +170,7 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	// Every replica unpacks and serves every Catalog from its own store: the leader's reconciler from
 	// spec (and it alone writes status), the others' Syncer exactly the source the status names.
 	loader := replica.NewLoader(unpacker, store, f.namespace)
-	syncer := &replica.Syncer{Loader: loader}
+	syncer := &replica.Syncer{Loader: loader, MaxConcurrentLoads: unpacks}
 	if err := syncer.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/model"
@@ -93,16 +92,10 @@ func IsInvalid(err error) bool {
 // Options tune LoadWith.
 type Options struct {
 	// TempDir is where the canonical blobs are spilled while the catalog is loaded and until it is
-	// closed (as large as the canonical stream); default: the directory set with
-	// SetDefaultTempDir, else os.TempDir().
+	// closed (as large as the canonical stream); default: os.TempDir(). catalogd passes a directory
+	// of its storage volume (storage.Store.TempDir).
 	TempDir string
 }
-
-var defaultTempDir atomic.Pointer[string]
-
-// SetDefaultTempDir sets where Load spills blobs when Options.TempDir is empty. catalogd sets it
-// once at start-up to a directory of its storage volume.
-func SetDefaultTempDir(dir string) { defaultTempDir.Store(&dir) }
 
 // Load parses and validates the catalog under root (see LoadWith) with the default Options.
 func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
@@ -120,11 +113,7 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 //     operator-registry model (validation never looks across packages);
 //  4. hash: the blobs are read back in canonical order and hashed.
 func LoadWith(ctx context.Context, root fs.FS, opts Options) (_ *Catalog, err error) {
-	dir := opts.TempDir
-	if d := defaultTempDir.Load(); dir == "" && d != nil {
-		dir = *d
-	}
-	sp, err := newSpill(dir)
+	sp, err := newSpill(opts.TempDir)
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary file for the catalog's blobs: %w", err)
 	}

@@ -152,13 +152,20 @@ func (l *Loader) parseAndStore(ctx context.Context, req Request, dir string, rs 
 	// The parsed catalog is garbage once stored (served content lives on disk): give the memory of
 	// the parse back to the OS, so that catalogd's resident set stays small between unpacks.
 	defer debug.FreeOSMemory()
-	parsed, err := fbc.Load(ctx, os.DirFS(dir))
+	// The canonical blobs spill to the store's own temporary directory, on the storage volume (the
+	// chart's /tmp is a small emptyDir); closing the parsed catalog frees that disk at once.
+	tmp, err := l.Store.TempDir()
+	if err != nil {
+		return nil, &LoadError{Stage: StageStore, Resolved: rs, Err: err}
+	}
+	parsed, err := fbc.LoadWith(ctx, os.DirFS(dir), fbc.Options{TempDir: tmp})
 	if err != nil {
 		if fbc.IsInvalid(err) {
 			return nil, &LoadError{Stage: StageInvalid, Resolved: rs, Err: err}
 		}
 		return nil, &LoadError{Stage: StageRead, Resolved: rs, Err: fmt.Errorf("reading the unpacked content: %w", err)}
 	}
+	defer parsed.Close()
 	if req.WantHash != "" && parsed.Hash != req.WantHash {
 		return nil, &LoadError{Stage: StageMismatch, Resolved: rs, Hash: parsed.Hash,
 			Err: fmt.Errorf("%s now has content %s, not %s", Describe(rs), parsed.Hash, req.WantHash)}

@@ -31,6 +31,9 @@ type Syncer struct {
 	Loader *Loader
 	// Elected is closed once this replica is the leader; default: the manager's Elected().
 	Elected <-chan struct{}
+	// MaxConcurrentLoads is how many Catalogs a standby loads at once (catalogd's
+	// --max-concurrent-unpacks, as for the leader's reconciler); default 1.
+	MaxConcurrentLoads int
 
 	mu       sync.Mutex
 	failures map[string]string // catalog -> why its last load failed
@@ -55,8 +58,9 @@ func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
 		For(&catalogdv1alpha1.Catalog{}).
 		Named("catalog-replica").
 		WithOptions(controller.Options{
-			NeedLeaderElection: ptr.To(false),
-			RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
+			MaxConcurrentReconciles: max(1, s.MaxConcurrentLoads),
+			NeedLeaderElection:      ptr.To(false),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
 		}).
 		Complete(s)
 }
