@@ -1,5 +1,6 @@
 // Command deppy solves dependency problems: generic ones written as YAML
-// (deppy solve) and OLM ones over file-based catalogs (deppy resolve).
+// (deppy solve) and OLM ones over file-based catalogs or a cluster's Operators
+// and Catalogs (deppy resolve).
 package main
 
 import (
@@ -23,17 +24,20 @@ const usage = `deppy: dependency resolution on the gini SAT solver (via operator
 Usage:
   deppy solve   -f FILE [-o text|yaml|json]
   deppy resolve --catalog DIR --require PKG[@RANGE][#CHANNEL] [flags]
+  deppy resolve --kubeconfig FILE [--context NAME] [--catalog-selector SELECTOR]
   deppy help [solve|resolve]
 
 Commands:
   solve     solve a generic problem: variables with constraints, read from YAML or JSON
-  resolve   choose OLM bundles from file-based catalogs for the required packages
+  resolve   choose OLM bundles from file-based catalogs for the required packages,
+            or, with --kubeconfig, for every Operator of a cluster as operator-controller does
 
 Exit status: 0 solved, 1 no solution (the explanation is printed), 2 usage or input error.
 
 Examples:
   deppy solve -f problem.yaml
   deppy resolve --catalog ./catalogs/community --require cert-manager@">=1.12" --installed cert-manager@1.12.2
+  deppy resolve --kubeconfig ~/.kube/config
   deppy resolve --help
 `
 

@@ -137,10 +137,10 @@ func TestResolveCommand(t *testing.T) {
 			wantOut:  []string{"resolved: true", "- bundle: c.v1.3.0", "  reason: Required"},
 		},
 		{
-			name:     "kubeconfig is not yet implemented",
+			name:     "kubeconfig that is no kubeconfig",
 			args:     []string{"resolve", "--kubeconfig", "/dev/null"},
 			wantCode: exitBadInput,
-			wantErr:  "--kubeconfig is not yet implemented",
+			wantErr:  "--kubeconfig /dev/null: no cluster is configured in it",
 		},
 		{name: "missing flags", args: []string{"resolve", "--catalog", cat}, wantCode: exitBadInput, wantErr: "want at least one --catalog and one --require"},
 		{name: "bad requirement", args: []string{"resolve", "--catalog", cat, "--require", "a@!!"}, wantCode: exitBadInput, wantErr: `invalid version range "!!"`},

@@ -42,6 +42,7 @@ func printStructured(w io.Writer, format outputFormat, v any) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // ranges such as ">=1.0.0" stay readable
 		return enc.Encode(v)
 	case "yaml":
 		data, err := yaml.Marshal(v)

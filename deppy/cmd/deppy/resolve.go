@@ -13,12 +13,16 @@ import (
 )
 
 type resolveOptions struct {
-	catalogs   stringList
-	requires   stringList
-	installed  stringList
-	policy     string
-	kubeconfig string
-	output     outputFormat
+	catalogs  stringList
+	requires  stringList
+	installed stringList
+	policy    string
+	output    outputFormat
+
+	// From a cluster (cluster.go).
+	kubeconfig      string
+	context         string
+	catalogSelector string
 }
 
 func resolveFlags(o *resolveOptions) *flag.FlagSet {
@@ -28,10 +32,13 @@ func resolveFlags(o *resolveOptions) *flag.FlagSet {
 	fs.Var(&o.requires, "require", "package to install, as `PKG[@RANGE][#CHANNEL]` (repeatable); RANGE is a semver range like \">=1.2 <2\" or an exact version; without CHANNEL the package's default channel is preferred")
 	fs.Var(&o.installed, "installed", "package already installed, as `PKG@VERSION` or PKG@VERSION=BUNDLE (repeatable)")
 	fs.StringVar(&o.policy, "upgrade-policy", "Enforce", "Enforce: installed packages only move along the catalogs' upgrade edges (replaces, skips, skipRange); Ignore: any version, downgrades included")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read Operators and catalogs from a cluster (not yet implemented)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the Operators, their BundleDeployments and the serving Catalogs' content from the cluster of this kubeconfig `file`, and print what operator-controller decides for every Operator (instead of --catalog, --require, --installed)")
+	fs.StringVar(&o.context, "context", "", "with --kubeconfig: the kubeconfig `context` to use (default: its current context)")
+	fs.StringVar(&o.catalogSelector, "catalog-selector", "", "with --kubeconfig: read only the Catalogs this label `selector` matches (e.g. tier=prod), as if the others were not serving")
 	fs.Var(&o.output, "o", "output `format`: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: deppy resolve --catalog DIR --require PKG[@RANGE][#CHANNEL] [flags]
+       deppy resolve --kubeconfig FILE [--context NAME] [--catalog-selector SELECTOR] [-o text|yaml|json]
 
 Chooses one bundle per required package from file-based catalogs, together
 with the dependencies they need (olm.package.required, olm.gvk.required,
@@ -48,6 +55,15 @@ higher version, even a pre-release, in another channel does not beat the
 default channel's head; another channel is used only when the default one
 has nothing that fits (a range, an upgrade edge). #CHANNEL restricts a
 requirement to that channel.
+
+With --kubeconfig the inputs come from a running cluster, read as
+operator-controller reads them: every Operator (its package, version range,
+channel, catalogSelector and policies), the bundle its BundleDeployment
+installs, and the content of every serving Catalog through the
+CatalogMetadata API. All Operators are resolved together by
+operator-controller's own code, and the bundle it would install for each
+one (with the packages satisfying its dependencies), or why there is none,
+is printed. Exit status 1 when an Operator cannot be resolved.
 
 Examples:
   # newest bundle of the default channel, with the dependencies it pulls in
@@ -69,6 +85,12 @@ Examples:
   # allow downgrades and jumps off the upgrade graph, print YAML
   deppy resolve --catalog ./community-v4.20 --require kube-green@0.4.0 \
       --installed kube-green@0.5.0 --upgrade-policy Ignore -o yaml
+
+  # what operator-controller decides for every Operator of a cluster
+  deppy resolve --kubeconfig ~/.kube/config
+
+  # the same with only the catalogs labelled tier=prod, another context, as JSON
+  deppy resolve --kubeconfig ~/.kube/config --context staging --catalog-selector tier=prod -o json
 
 Flags:
 `)
@@ -99,8 +121,15 @@ func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q (flags only; see deppy resolve --help)", fs.Arg(0))}
 	}
-	if o.kubeconfig != "" {
-		return fmt.Errorf("--kubeconfig is not yet implemented: export the catalogs as FBC directories and pass them with --catalog, and the Operators with --require and --installed")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.kubeconfig != "" || set["kubeconfig"] {
+		return runResolveCluster(ctx, &o, set, stdout)
+	}
+	for _, name := range []string{"context", "catalog-selector"} {
+		if set[name] {
+			return usageError{fmt.Sprintf("--%s needs --kubeconfig (see deppy resolve --help)", name)}
+		}
 	}
 	if len(o.catalogs) == 0 || len(o.requires) == 0 {
 		return usageError{"want at least one --catalog and one --require (see deppy resolve --help)"}

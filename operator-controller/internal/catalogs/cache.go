@@ -2,42 +2,41 @@ package catalogs
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
 
 // Cache keeps each served catalog parsed, keyed by name and content hash, and the index of the last
-// set of catalogs it was asked for. It is safe for concurrent use.
+// set of catalogs it was asked for: deppy's cluster.Cache, with catalogd's hash function as its
+// Hasher and the Catalogs converted from catalogd's API. It is safe for concurrent use.
 type Cache struct {
 	Reader ContentReader
 
-	mu       sync.Mutex
-	catalogs map[string]cached // by catalog name
-	retries  map[string]*retry // by catalog name: read content that did not match
-	indexKey string
-	index    *olm.Index
-	reads    int
-	now      func() time.Time // time.Now; tests set it
+	once   sync.Once
+	shared *cluster.Cache
+	now    func() time.Time // time.Now; tests set it
 }
 
-type cached struct {
-	hash    string
-	catalog *olm.Catalog
+func (c *Cache) cache() *cluster.Cache {
+	c.once.Do(func() {
+		c.shared = &cluster.Cache{Reader: c.Reader, Hasher: catalogdHasher, Now: func() time.Time {
+			if c.now != nil {
+				return c.now()
+			}
+			return time.Now()
+		}}
+	})
+	return c.shared
 }
 
 // Serving reports whether a Catalog has content to resolve from: a content hash and Serving=True.
 func Serving(c *catalogdv1alpha1.Catalog) bool {
-	return c.Status.ContentHash != "" && apimeta.IsStatusConditionTrue(c.Status.Conditions, catalogdv1alpha1.TypeServing)
+	in := Input(c)
+	return in.Serving()
 }
 
 // Index returns the index of the serving catalogs among cats (reading only those whose content hash
@@ -46,127 +45,31 @@ func Serving(c *catalogdv1alpha1.Catalog) bool {
 // (a *ContentMismatchError, see verify.go): it is not cached, and the catalog is read again after a
 // backoff (until then the call returns the same error without reading).
 func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*olm.Index, []string, error) {
-	var serving []*catalogdv1alpha1.Catalog
-	for i := range cats {
-		if Serving(&cats[i]) {
-			serving = append(serving, &cats[i])
-		}
-	}
-	sort.Slice(serving, func(i, j int) bool { return serving[i].Name < serving[j].Name })
-	names := make([]string, len(serving))
-	keyParts := make([]string, len(serving))
-	for i, cat := range serving {
-		names[i] = cat.Name
-		keyParts[i] = fmt.Sprintf("%s/%s/%d", cat.Name, cat.Status.ContentHash, cat.Spec.Priority)
-	}
-	key := strings.Join(keyParts, ",")
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.index != nil && key == c.indexKey {
-		return c.index, names, nil
-	}
-	if c.catalogs == nil {
-		c.catalogs = map[string]cached{}
-		c.retries = map[string]*retry{}
-	}
-	list := make([]*olm.Catalog, 0, len(serving))
-	keep := map[string]bool{}
-	for _, cat := range serving {
-		keep[cat.Name] = true
-		entry, ok := c.catalogs[cat.Name]
-		if !ok || entry.hash != cat.Status.ContentHash {
-			oc, err := c.load(ctx, cat)
-			if err != nil {
-				return nil, nil, err
-			}
-			entry = cached{hash: cat.Status.ContentHash, catalog: oc}
-			c.catalogs[cat.Name] = entry
-		}
-		// The priority may change without the content: copy the catalog with the current one.
-		oc := *entry.catalog
-		oc.Priority = int(cat.Spec.Priority)
-		list = append(list, &oc)
-	}
-	for name := range c.catalogs {
-		if !keep[name] {
-			delete(c.catalogs, name)
-		}
-	}
-	for name := range c.retries {
-		if !keep[name] {
-			delete(c.retries, name)
-		}
-	}
-	idx, err := olm.NewIndex(list...)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.index, c.indexKey = idx, key
-	return idx, names, nil
-}
-
-// load reads cat's content, checks that it is the content cat's status names, and parses it. A
-// mismatch is remembered: until its retry time, load returns it again without reading.
-func (c *Cache) load(ctx context.Context, cat *catalogdv1alpha1.Catalog) (*olm.Catalog, error) {
-	now := time.Now
-	if c.now != nil {
-		now = c.now
-	}
-	r := c.retries[cat.Name]
-	if r != nil && r.hash != cat.Status.ContentHash {
-		r = nil // the status names other content now: read it at once
-		delete(c.retries, cat.Name)
-	}
-	if r != nil && now().Before(r.next) {
-		return nil, r.pending(now())
-	}
-	cfg, err := c.read(ctx, cat)
-	if mismatch := (*ContentMismatchError)(nil); errors.As(err, &mismatch) {
-		if r == nil {
-			r = &retry{hash: cat.Status.ContentHash}
-			c.retries[cat.Name] = r
-		}
-		return nil, r.failed(mismatch, now())
-	}
-	if err != nil {
-		return nil, err
-	}
-	delete(c.retries, cat.Name)
-	c.reads++
-	return olm.NewCatalog(cat.Name, int(cat.Spec.Priority), cfg)
-}
-
-// read reads cat's content with c.Reader and checks it: against status.contentHash when the reader
-// gives the blobs (a BlobReader), and against status.counts when catalogd reported them.
-func (c *Cache) read(ctx context.Context, cat *catalogdv1alpha1.Catalog) (*declcfg.DeclarativeConfig, error) {
-	var cfg *declcfg.DeclarativeConfig
-	if br, ok := c.Reader.(BlobReader); ok {
-		metas, err := br.ReadBlobs(ctx, cat.Name)
-		if err != nil {
-			return nil, err
-		}
-		if err := verifyBlobs(ctx, cat, metas); err != nil {
-			return nil, err
-		}
-		if cfg, err = parseBlobs(cat.Name, metas); err != nil {
-			return nil, err
-		}
-	} else {
-		var err error
-		if cfg, err = c.Reader.ReadCatalog(ctx, cat.Name); err != nil {
-			return nil, err
-		}
-	}
-	if err := verifyCounts(cat, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return c.cache().Index(ctx, Inputs(cats))
 }
 
 // Reads returns how many times a catalog's content was read (for tests and metrics).
 func (c *Cache) Reads() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reads
+	return c.cache().Reads()
+}
+
+// Input is what resolution reads of a Catalog (deppy's cluster.Catalog).
+func Input(c *catalogdv1alpha1.Catalog) cluster.Catalog {
+	in := cluster.Catalog{
+		Name: c.Name, Labels: c.Labels, Priority: c.Spec.Priority,
+		ContentHash: c.Status.ContentHash, Conditions: c.Status.Conditions,
+	}
+	if n := c.Status.Counts; n != nil {
+		in.Counts = &cluster.Counts{Packages: n.Packages, Channels: n.Channels, Bundles: n.Bundles}
+	}
+	return in
+}
+
+// Inputs converts Catalogs with Input.
+func Inputs(cats []catalogdv1alpha1.Catalog) []cluster.Catalog {
+	out := make([]cluster.Catalog, len(cats))
+	for i := range cats {
+		out[i] = Input(&cats[i])
+	}
+	return out
 }

@@ -2,11 +2,14 @@
 // parsed and indexed for resolution, per catalog content hash: a catalog whose status.contentHash did
 // not change is not read again. What is read is checked against that hash first (verify.go): content
 // that catalogd has not loaded yet is neither cached nor resolved with.
+//
+// The cache, the checks and the pagination are deppy/pkg/cluster's, which `deppy resolve
+// --kubeconfig` runs too; this package adapts them to catalogd's typed API and supplies catalogd's
+// hash function (catalogd/pkg/fbcvalidate), which the deppy module cannot import.
 package catalogs
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,25 +18,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 )
 
 // ContentReader reads the file-based catalog content of one served Catalog.
-type ContentReader interface {
-	ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error)
-}
+type ContentReader = cluster.ContentReader
 
 // BlobReader is a ContentReader that can also give the blobs as read, unparsed: the Cache then
 // checks them against the Catalog's status.contentHash before it parses, caches or resolves with
 // them (see ContentHash). MetadataReader is one.
-type BlobReader interface {
-	ContentReader
-	ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error)
-}
+type BlobReader = cluster.BlobReader
 
 var _ BlobReader = &MetadataReader{}
 
 // MetadataReader reads a catalog's blobs from catalogd's CatalogMetadata API (list with the field
-// selector spec.catalog=<name>, paginated).
+// selector spec.catalog=<name>, paginated by cluster.ReadPages, as `deppy resolve --kubeconfig`
+// reads them) through a controller-runtime client and catalogd's typed CatalogMetadataList, which
+// keeps each blob's content as the raw JSON the API served.
 type MetadataReader struct {
 	// Client must read from the API server directly (e.g. the manager's API reader): CatalogMetadata
 	// is not cached.
@@ -53,41 +54,23 @@ func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg
 
 // ReadBlobs lists every blob of the catalog.
 func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
-	limit := r.PageSize
-	if limit <= 0 {
-		limit = 500
-	}
-	var metas []*declcfg.Meta
-	cont := ""
-	for {
+	return cluster.ReadPages(ctx, name, r.PageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error) {
 		list := &metadatav1alpha1.CatalogMetadataList{}
-		opts := &client.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector(metadatav1alpha1.FieldCatalog, name),
-			Limit:         limit,
-			Continue:      cont,
+		if err := r.Client.List(ctx, list, &client.ListOptions{FieldSelector: sel, Limit: limit, Continue: cont}); err != nil {
+			return nil, "", err
 		}
-		if err := r.Client.List(ctx, list, opts); err != nil {
-			return nil, fmt.Errorf("catalog %q: listing CatalogMetadata (is catalogd serving the metadata.catalogd.operatorframework.io API? check `kubectl get apiservices`): %w", name, err)
-		}
+		metas := make([]*declcfg.Meta, 0, len(list.Items))
 		for i := range list.Items {
 			s := &list.Items[i].Spec
 			metas = append(metas, &declcfg.Meta{Schema: s.Schema, Package: s.Package, Name: s.Name, Blob: s.Content.Raw})
 		}
-		cont = list.Continue
-		if cont == "" {
-			break
-		}
-	}
-	return metas, nil
+		return metas, list.Continue, nil
+	})
 }
 
 // parseBlobs assembles a catalog's blobs into a DeclarativeConfig.
 func parseBlobs(name string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig, error) {
-	cfg, err := declcfg.LoadSlice(metas)
-	if err != nil {
-		return nil, fmt.Errorf("catalog %q: parsing its %d blobs: %w", name, len(metas), err)
-	}
-	return cfg, nil
+	return cluster.ParseBlobs(name, metas)
 }
 
 // AddToScheme registers the CatalogMetadata client types: the served version only.

@@ -4,84 +4,58 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sort"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-// Labels and annotations operator-controller puts on what it creates.
+// Labels and annotations operator-controller puts on what it creates (defined with the code that
+// reads them back, deppy/pkg/cluster, which `deppy resolve --kubeconfig` runs too).
 const (
 	// LabelOwnerKind and LabelOwnerName mark BundleDeployments and Namespaces created for an Operator.
-	LabelOwnerKind = "operators.operatorframework.io/owner-kind"
-	LabelOwnerName = "operators.operatorframework.io/owner-name"
+	LabelOwnerKind = cluster.LabelOwnerKind
+	LabelOwnerName = cluster.LabelOwnerName
 
 	// Annotations of a BundleDeployment: the bundle it installs.
-	AnnotationPackage       = "operators.operatorframework.io/package"
-	AnnotationBundleName    = "operators.operatorframework.io/bundle-name"
-	AnnotationBundleVersion = "operators.operatorframework.io/bundle-version"
-	AnnotationCatalog       = "operators.operatorframework.io/catalog"
+	AnnotationPackage       = cluster.AnnotationPackage
+	AnnotationBundleName    = cluster.AnnotationBundleName
+	AnnotationBundleVersion = cluster.AnnotationBundleVersion
+	AnnotationCatalog       = cluster.AnnotationCatalog
 )
 
-// requests turns the Operators into resolution requests. bds maps an Operator name to its
-// BundleDeployment (the bundle it references counts as installed); catalogs are the serving ones.
+// requests turns the Operators into resolution requests with deppy's cluster.Requests (the mapping
+// `deppy resolve --kubeconfig` uses). bds maps an Operator name to its BundleDeployment (the bundle
+// it references counts as installed); catalogs are every Catalog (only serving ones are selected).
 func requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]resolve.Request, map[string]string) {
-	invalid := map[string]string{}
-	var out []resolve.Request
+	in := make([]cluster.Operator, len(ops))
 	for i := range ops {
-		op := &ops[i]
-		if !op.DeletionTimestamp.IsZero() {
-			continue
-		}
-		r := resolve.Request{
-			Name: op.Name, Package: op.Spec.PackageName, VersionRange: op.Spec.Version, Channel: op.Spec.Channel,
-			ConstraintPolicy: olm.Enforce, Manual: op.Spec.UpgradePolicy == operatorsv1alpha1.UpgradePolicyManual,
-			ApprovedVersion: op.Spec.ApprovedVersion, Order: op.CreationTimestamp.UnixNano(),
-			InstallDependencies: op.Spec.DependencyPolicy == operatorsv1alpha1.DependencyPolicyInstall,
-		}
-		if op.Spec.UpgradeConstraintPolicy == operatorsv1alpha1.UpgradeConstraintPolicyIgnore {
-			r.ConstraintPolicy = olm.Ignore
-		}
-		if sel := op.Spec.CatalogSelector; sel != nil {
-			names, err := selectCatalogs(sel, cats)
-			if err != nil {
-				invalid[op.Name] = err.Error()
-				continue
-			}
-			r.Catalogs = names
-		}
-		if bd := bds[op.Name]; bd != nil {
-			if v := bd.Annotations[AnnotationBundleVersion]; v != "" && bd.Annotations[AnnotationPackage] == op.Spec.PackageName {
-				r.Installed = &resolve.Installed{BundleName: bd.Annotations[AnnotationBundleName], Version: v}
-			}
-		}
-		out = append(out, r)
+		in[i] = operatorInput(&ops[i])
 	}
-	return out, invalid
+	installed := make(map[string]cluster.BundleDeployment, len(bds))
+	for name, bd := range bds {
+		if bd != nil {
+			installed[name] = cluster.BundleDeployment{Name: bd.Name, Annotations: bd.Annotations}
+		}
+	}
+	return cluster.Requests(in, installed, catalogs.Inputs(cats))
 }
 
-// selectCatalogs returns the names of the serving catalogs a selector matches (never nil).
-func selectCatalogs(sel *metav1.LabelSelector, cats []catalogdv1alpha1.Catalog) ([]string, error) {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return nil, fmt.Errorf("spec.catalogSelector is invalid: %v", err)
+// operatorInput is what resolution reads of an Operator.
+func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
+	s := &op.Spec
+	return cluster.Operator{
+		Name: op.Name, CreationTimestamp: op.CreationTimestamp, Deleting: !op.DeletionTimestamp.IsZero(),
+		Spec: cluster.OperatorSpec{
+			PackageName: s.PackageName, Version: s.Version, Channel: s.Channel, CatalogSelector: s.CatalogSelector,
+			UpgradeConstraintPolicy: string(s.UpgradeConstraintPolicy), UpgradePolicy: string(s.UpgradePolicy),
+			ApprovedVersion: s.ApprovedVersion, DependencyPolicy: string(s.DependencyPolicy),
+		},
 	}
-	names := []string{}
-	for i := range cats {
-		if catalogs.Serving(&cats[i]) && s.Matches(labels.Set(cats[i].Labels)) {
-			names = append(names, cats[i].Name)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
 }
 
 // fingerprint identifies a set of requests: the same requests against the same index give the same

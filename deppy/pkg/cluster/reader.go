@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+)
+
+// ContentReader reads the file-based catalog content of one served Catalog.
+type ContentReader interface {
+	ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error)
+}
+
+// BlobReader is a ContentReader that can also give the blobs as read, unparsed: the Cache then
+// checks them before it parses, caches or resolves with them (see Cache.Hasher).
+type BlobReader interface {
+	ContentReader
+	ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error)
+}
+
+// DefaultPageSize is the number of blobs per CatalogMetadata list request when none is given.
+const DefaultPageSize = 500
+
+// ListPage lists one page of a catalog's CatalogMetadata with the field selector sel (spec.catalog=
+// <name>), at most limit blobs from the continue token cont, and returns the blobs and the next
+// token ("" after the last page).
+type ListPage func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error)
+
+// ReadPages lists every blob of the catalog name, page by page. An error names the catalog and what
+// to check.
+func ReadPages(ctx context.Context, name string, pageSize int64, list ListPage) ([]*declcfg.Meta, error) {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	sel := fields.OneTermEqualSelector(FieldCatalog, name)
+	var metas []*declcfg.Meta
+	cont := ""
+	for {
+		page, next, err := list(ctx, sel, pageSize, cont)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %q: listing CatalogMetadata (is catalogd serving the metadata.catalogd.operatorframework.io API? check `kubectl get apiservices`): %w", name, err)
+		}
+		metas = append(metas, page...)
+		if next == "" {
+			return metas, nil
+		}
+		cont = next
+	}
+}
+
+// ParseBlobs assembles a catalog's blobs into a DeclarativeConfig.
+func ParseBlobs(name string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig, error) {
+	cfg, err := declcfg.LoadSlice(metas)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: parsing its %d blobs: %w", name, len(metas), err)
+	}
+	return cfg, nil
+}
+
+var _ BlobReader = &DynamicReader{}
+
+// DynamicReader reads a catalog's blobs from the CatalogMetadata API through the dynamic client.
+type DynamicReader struct {
+	Client dynamic.Interface
+	// PageSize is the number of blobs per list request; 0 means DefaultPageSize.
+	PageSize int64
+}
+
+// ReadCatalog lists every blob of the catalog and assembles them into a DeclarativeConfig.
+func (r *DynamicReader) ReadCatalog(ctx context.Context, name string) (*declcfg.DeclarativeConfig, error) {
+	metas, err := r.ReadBlobs(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlobs(name, metas)
+}
+
+// ReadBlobs lists every blob of the catalog.
+func (r *DynamicReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
+	return ReadPages(ctx, name, r.PageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error) {
+		list, err := r.Client.Resource(CatalogMetadataGVR).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: limit, Continue: cont})
+		if err != nil {
+			return nil, "", err
+		}
+		metas := make([]*declcfg.Meta, 0, len(list.Items))
+		for i := range list.Items {
+			m, err := metaFromUnstructured(&list.Items[i])
+			if err != nil {
+				return nil, "", err
+			}
+			metas = append(metas, m)
+		}
+		return metas, list.GetContinue(), nil
+	})
+}
+
+// metaFromUnstructured turns a CatalogMetadata object into the blob it serves.
+func metaFromUnstructured(u *unstructured.Unstructured) (*declcfg.Meta, error) {
+	spec, _ := u.Object["spec"].(map[string]any) // not NestedMap: no deep copy of the content
+	str := func(k string) string { s, _ := spec[k].(string); return s }
+	content, ok := spec["content"]
+	if !ok {
+		return nil, fmt.Errorf("CatalogMetadata %q has no spec.content", u.GetName())
+	}
+	blob, err := json.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("CatalogMetadata %q: spec.content: %w", u.GetName(), err)
+	}
+	return &declcfg.Meta{Schema: str("schema"), Package: str("package"), Name: str("name"), Blob: blob}, nil
+}
