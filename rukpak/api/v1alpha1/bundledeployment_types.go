@@ -31,6 +31,10 @@ const (
 	// TypeHealthy is True when every object the bundle installed reports itself ready
 	// (Deployments available, CRDs established, ...).
 	TypeHealthy = "Healthy"
+	// TypePaused is True while spec.paused is true: nothing is unpacked, applied, pruned or
+	// health-checked, and the other conditions keep what they said when the pause began. Its
+	// lastTransitionTime (and message) say since when.
+	TypePaused = "Paused"
 )
 
 // Condition reasons of a BundleDeployment.
@@ -71,6 +75,34 @@ const (
 	ReasonUnhealthy = "Unhealthy"
 	// ReasonHealthUnknown (Healthy=Unknown): health cannot be assessed yet (e.g. nothing installed).
 	ReasonHealthUnknown = "HealthUnknown"
+	// ReasonProgressDeadlineExceeded (Healthy=False): the installed revision never became Healthy
+	// within spec.progressDeadline of being applied; the message names what is not ready. With
+	// upgradeFailurePolicy Rollback the previous healthy revision is being re-applied.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonRollbackBlocked (Healthy=False): the installed revision exceeded spec.progressDeadline and
+	// upgradeFailurePolicy is Rollback, but rolling back is not possible (no earlier revision was ever
+	// healthy, or its CustomResourceDefinitions cannot replace the installed ones safely). The
+	// revision is held as it is; the message says why.
+	ReasonRollbackBlocked = "RollbackBlocked"
+
+	// ReasonPaused (Paused=True): spec.paused is true.
+	ReasonPaused = "Paused"
+	// ReasonNotPaused (Paused=False): spec.paused is false; the BundleDeployment is reconciled.
+	ReasonNotPaused = "NotPaused"
+)
+
+// UpgradeFailurePolicy says what happens when an installed revision is not Healthy within
+// spec.progressDeadline.
+// +kubebuilder:validation:Enum=Hold;Rollback
+type UpgradeFailurePolicy string
+
+const (
+	// UpgradeFailurePolicyHold (the default) reports Healthy=False, reason ProgressDeadlineExceeded,
+	// and leaves the revision installed.
+	UpgradeFailurePolicyHold UpgradeFailurePolicy = "Hold"
+	// UpgradeFailurePolicyRollback re-applies the newest earlier revision that was Healthy, as a new
+	// revision, unless that would be unsafe for the CustomResourceDefinitions (then RollbackBlocked).
+	UpgradeFailurePolicyRollback UpgradeFailurePolicy = "Rollback"
 )
 
 // CollisionPolicy says what rukpak does when an object of the bundle already exists and is not
@@ -111,6 +143,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.values) && !has(self.config.valuesFrom)) || self.provisionerClassName == 'core-rukpak-io-helm'",message="config.values and config.valuesFrom can only be used with provisionerClassName core-rukpak-io-helm"
 // +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.watchNamespaces) && !has(self.config.deploymentConfig)) || self.provisionerClassName == 'core-rukpak-io-registry'",message="config.watchNamespaces and config.deploymentConfig can only be used with provisionerClassName core-rukpak-io-registry"
 // +kubebuilder:validation:XValidation:rule="!has(self.config) || !has(self.config.path) || self.provisionerClassName == 'core-rukpak-io-kustomize'",message="config.path can only be used with provisionerClassName core-rukpak-io-kustomize"
+// +kubebuilder:validation:XValidation:rule="!has(self.upgradeFailurePolicy) || self.upgradeFailurePolicy != 'Rollback' || has(self.progressDeadline)",message="upgradeFailurePolicy Rollback needs spec.progressDeadline: it decides when a revision has failed"
 type BundleDeploymentSpec struct {
 	// provisionerClassName names the provisioner that turns the bundle into objects:
 	// core-rukpak-io-plain (plain manifests), core-rukpak-io-registry (OLM registry+v1 bundle),
@@ -156,6 +189,33 @@ type BundleDeploymentSpec struct {
 	// "true". Orphan removes the ownership labels and leaves every object in place.
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// paused stops reconciling this BundleDeployment while true: nothing is unpacked, applied,
+	// pruned or health-checked, and drift is not reverted; the installed objects keep running as
+	// they are. The Paused condition is True and says since when. Setting it back to false (or
+	// removing it) resumes: the current spec is unpacked and applied as usual. Deleting a paused
+	// BundleDeployment still uninstalls it (the finalizer does not wait for a resume).
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// progressDeadline is how long an install or upgrade may take to become Healthy, e.g. "10m",
+	// counted from when its revision was applied. A revision that was never Healthy past it gets
+	// Healthy=False with reason ProgressDeadlineExceeded, and upgradeFailurePolicy decides what
+	// follows. Unset: no deadline (Healthy=False, reason Unhealthy, for as long as it takes).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="progressDeadline must be a duration of at least 1s, e.g. 10m"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// upgradeFailurePolicy says what happens when a revision exceeds progressDeadline. Hold (the
+	// default when empty) only reports it. Rollback re-applies the newest earlier revision that was
+	// Healthy as a new revision (status.history says why) and does not try the failed content again
+	// until the spec changes; when no earlier revision was Healthy, or the failed revision changed
+	// CustomResourceDefinitions in a way the earlier revision cannot undo (a stored version it does
+	// not have, a changed scope, custom resources its schema rejects), nothing is rolled back and
+	// Healthy=False has reason RollbackBlocked. Rollback needs progressDeadline.
+	// +optional
+	UpgradeFailurePolicy UpgradeFailurePolicy `json:"upgradeFailurePolicy,omitempty"`
 }
 
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.
@@ -283,7 +343,7 @@ type BundleDeploymentStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are Unpacked, Installed and Healthy.
+	// conditions are Unpacked, Installed, Healthy and Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -328,6 +388,27 @@ type BundleDeploymentRevision struct {
 	// installedAt is when this revision was applied.
 	// +required
 	InstalledAt metav1.Time `json:"installedAt"`
+
+	// healthyAt is when this revision was first seen Healthy; unset while it never was. The
+	// revision an upgradeFailurePolicy Rollback returns to is the newest earlier one that has it.
+	// +optional
+	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`
+
+	// description says how this revision came about when it was not a plain install or upgrade of
+	// the spec, e.g. "rollback to revision 1: revision 2 was not Healthy within the progress
+	// deadline (10m0s): Deployment ns/web is not ready: ...".
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// chartVersion (helm) is the version of the chart this revision installed (Chart.yaml version).
+	// +optional
+	ChartVersion string `json:"chartVersion,omitempty"`
+
+	// valuesHash (helm) is "sha256:<hex>" of the merged user values (valuesFrom in order, then
+	// values) this revision was rendered with, as canonical JSON: the same values give the same hash,
+	// whatever their source. The chart's own defaults are not included (chartVersion covers them).
+	// +optional
+	ValuesHash string `json:"valuesHash,omitempty"`
 }
 
 // BundleDeployment installs the content of one bundle (plain manifests, an OLM registry+v1 bundle, a
@@ -342,6 +423,7 @@ type BundleDeploymentRevision struct {
 // +kubebuilder:printcolumn:name="Installed",type=string,JSONPath=`.status.conditions[?(@.type=="Installed")].status`
 // +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.installedRevision`
+// +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`,priority=1
 // +kubebuilder:printcolumn:name="Unpacked",type=string,JSONPath=`.status.conditions[?(@.type=="Unpacked")].status`,priority=1
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.type`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

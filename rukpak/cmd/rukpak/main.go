@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,12 +27,12 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
 	"github.com/olmv1/olmv1/rukpak/internal/platformcerts"
-	"github.com/olmv1/olmv1/rukpak/internal/preflight"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/helm"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/kustomize"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 )
 
 // flags are rukpak's own flags (the common ones are in boot).
@@ -131,6 +132,12 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Recorder:  mgr.GetEventRecorderFor("rukpak"),
 	}
 	r.Client, r.MaxConcurrentReconciles = cached, f.maxConcurrentReconciles
+	// helm valuesFrom Secrets and ConfigMaps: watched one by one by name, metadata only.
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	r.ValuesWatch = controller.NewValuesWatch(md)
 	r.Metrics = controller.NewMetrics(crmetrics.Registry)
 	f.webhooks.recorder, f.webhooks.log = mgr.GetEventRecorderFor("rukpak"), mgr.GetLogger().WithName("webhook-ca")
 	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {

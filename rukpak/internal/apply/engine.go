@@ -81,6 +81,10 @@ type Request struct {
 	// CollisionPolicy decides whether an existing object that the BundleDeployment does not own may
 	// be taken (empty: Prevent).
 	CollisionPolicy rukpakv1alpha1.CollisionPolicy
+	// Attempt identifies what asked for this content (a hash of the BundleDeployment's spec): it is
+	// recorded with a new revision, and when a rollback (Rollback) abandoned content, that content is
+	// not applied again while the request carries the same Attempt.
+	Attempt string
 }
 
 // Result is the outcome of a successful Apply.
@@ -94,6 +98,10 @@ type Result struct {
 	// LeftAlone names the objects an earlier revision applied that this one no longer contains but
 	// that were not deleted, because another owner held them then (recorded with the revision).
 	LeftAlone []string
+	// HeldBack, when set, says that the request's content was not applied because a rollback
+	// abandoned it for the same Attempt: the deployed revision (that rollback) was re-applied, and
+	// HeldBack is its description.
+	HeldBack string
 }
 
 // Reasons of an *Error, matching the BundleDeployment's Installed condition reasons.
@@ -174,7 +182,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	deployed, last := revs.deployed, revs.last
+	deployed := revs.deployed
 	// What the deployed revision and those a crash left pending applied, read before anything is
 	// written: prune and rollback work from it, and a record whose manifest cannot be read stops
 	// the Apply here, whether the content changed or not.
@@ -188,6 +196,35 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 	}
+	info := map[string]interface{}{digestKey: digest}
+	if req.Attempt != "" {
+		info[attemptKey] = req.Attempt
+	}
+	for k, v := range req.Info {
+		info[k] = v
+	}
+	// Content a rollback abandoned is not tried again while the request is the same attempt: the
+	// deployed (rolled back) revision is re-applied instead.
+	var heldBack string
+	if deployed != nil && abandons(deployed, digest, req.Attempt) {
+		objs, digest = deployedObjs[0], configString(deployed, digestKey)
+		heldBack = configString(deployed, descriptionKey)
+	}
+	res, err := e.install(ctx, req, revs, deployedObjs, interrupted, objs, digest, info, "")
+	if res != nil {
+		res.HeldBack = heldBack
+	}
+	return res, err
+}
+
+// install applies objs (prepared, with manifest digest digest) as the release's desired state: it
+// re-applies the deployed revision when digest is its digest, and otherwise records and applies a
+// new revision with info as its Helm config (description, when set, as its Helm description).
+// deployedObjs and interrupted are what the deployed revision and those a crash left pending
+// applied.
+func (e *Engine) install(ctx context.Context, req Request, revs *revisions, deployedObjs, interrupted [][]*unstructured.Unstructured,
+	objs []*unstructured.Unstructured, digest string, info map[string]interface{}, description string) (*Result, error) {
+	deployed, last := revs.deployed, revs.last
 	existing, err := e.claim(ctx, req.Name, req.CollisionPolicy, objs)
 	if err != nil {
 		var ce *ConflictError
@@ -217,10 +254,6 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	manifest, err := encodeManifest(objs)
 	if err != nil {
 		return nil, &Error{Reason: ReasonInstallFailed, Err: err}
-	}
-	info := map[string]interface{}{digestKey: digest}
-	for k, v := range req.Info {
-		info[k] = v
 	}
 	now := helmtime.Now()
 	rel := &release.Release{
@@ -282,9 +315,12 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	if len(leftAlone) > 0 {
 		rel.Config[leftAloneKey] = leftAlone
 	}
-	if deployed != nil {
+	switch {
+	case description != "":
+		rel.SetStatus(release.StatusDeployed, description)
+	case deployed != nil:
 		rel.SetStatus(release.StatusDeployed, "Upgrade complete")
-	} else {
+	default:
 		rel.SetStatus(release.StatusDeployed, "Install complete")
 	}
 	if err := e.Storage.Update(rel); err != nil {
@@ -366,6 +402,12 @@ type Revision struct {
 	Status   string
 	Deployed time.Time
 	Info     map[string]interface{}
+	// HealthyAt is when the revision was first seen Healthy (MarkHealthy); zero while it never was.
+	HealthyAt time.Time
+	// RollbackFrom is the revision a rollback (Rollback) replaced by this one; 0 for others.
+	RollbackFrom int
+	// Description is the rollback's reason for a rollback revision, empty for others.
+	Description string
 }
 
 // History lists the stored revisions of release name, newest first.
@@ -377,7 +419,7 @@ func (e *Engine) History(name string) ([]Revision, error) {
 	out := make([]Revision, 0, len(hist))
 	for i := len(hist) - 1; i >= 0; i-- {
 		r := hist[i]
-		out = append(out, Revision{Version: r.Version, Status: string(r.Info.Status), Deployed: r.Info.LastDeployed.Time, Info: r.Config})
+		out = append(out, revisionOf(r))
 	}
 	return out, nil
 }

@@ -77,6 +77,9 @@ type BundleDeploymentReconciler struct {
 	Recorder record.EventRecorder
 	// Watches starts label-scoped watches of the applied kinds (optional).
 	Watches *Watches
+	// ValuesWatch watches the Secrets and ConfigMaps named by helm valuesFrom (optional: without it a
+	// change to them is seen at the next reconcile).
+	ValuesWatch *ValuesWatch
 	// MaxConcurrentReconciles is how many BundleDeployments are reconciled at once (default 1).
 	// controller-runtime never reconciles the same BundleDeployment twice at once, and everything a
 	// reconcile touches is either its own (its Helm release, its unpack cache key) or safe for
@@ -92,6 +95,8 @@ type BundleDeploymentReconciler struct {
 	// each BundleDeployment installed, for them.
 	triggers  *triggers
 	installed sync.Map // BundleDeployment name → *installedState
+	// healthyMarked is, per BundleDeployment, the revision last recorded as Healthy (MarkHealthy).
+	healthyMarked sync.Map
 }
 
 // installedState is what a health-only reconcile needs from the last apply of a BundleDeployment,
@@ -104,6 +109,7 @@ type installedState struct {
 	plan        health.Plan
 	leftAlone   []string
 	description string
+	heldBack    string
 }
 
 // stepError is a failed step: which condition it fails, with which reason, and whether retrying can
@@ -135,6 +141,13 @@ type state struct {
 	leftAlone []string
 	// description is what the renderer chose (the registry+v1 install mode), for the status.
 	description string
+	// info is recorded with a new revision besides the content hash and resolved source (helm: the
+	// chart version and values hash).
+	info map[string]interface{}
+	// progress is what the progress deadline decided (nil without one, or while healthy).
+	progress *progress
+	// historyChanged: a revision's record changed (it became Healthy); status.history is refreshed.
+	historyChanged bool
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -148,10 +161,16 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bd.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, bd)
+		return ctrl.Result{}, r.finalize(ctx, bd) // also while paused (pause.go)
 	}
 	if err := r.ensureFinalizer(ctx, bd); err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.ValuesWatch != nil {
+		r.ValuesWatch.Track(bd)
+	}
+	if bd.Spec.Paused {
+		return r.reconcilePaused(ctx, bd)
 	}
 
 	orig := bd.DeepCopy()
@@ -168,6 +187,7 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	if err == nil {
 		r.checkHealth(ctx, st)
+		r.checkProgress(ctx, bd, st)
 	}
 	r.setStatus(bd, st, err)
 	r.Metrics.observe(bd)
@@ -189,6 +209,8 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{RequeueAfter: se.retryAfter}, nil
 	case err != nil:
 		return ctrl.Result{}, err
+	case st.progress != nil && st.progress.recheck > 0 && st.progress.recheck < unhealthyRecheck:
+		return ctrl.Result{RequeueAfter: st.progress.recheck}, nil // the deadline passes before the re-check
 	case st.healthy != nil:
 		return ctrl.Result{RequeueAfter: unhealthyRecheck}, nil
 	}
@@ -212,7 +234,7 @@ func (r *BundleDeploymentReconciler) healthOnly(bd *rukpakv1alpha1.BundleDeploym
 		!meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
 		return false
 	}
-	st.applied = &apply.Result{Revision: last.revision}
+	st.applied = &apply.Result{Revision: last.revision, HeldBack: last.heldBack}
 	st.count, st.plan, st.leftAlone, st.description = last.objects, last.plan, last.leftAlone, last.description
 	return true
 }
@@ -261,6 +283,10 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	}
 	r.Metrics.forget(bd.Name)
 	r.installed.Delete(bd.Name)
+	r.healthyMarked.Delete(bd.Name)
+	if r.ValuesWatch != nil {
+		r.ValuesWatch.Forget(bd.Name)
+	}
 	return nil
 }
 
@@ -326,19 +352,41 @@ func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alp
 		return &stepError{condition: rukpakv1alpha1.TypeUnpacked, reason: rukpakv1alpha1.ReasonInvalidBundle, err: fmt.Errorf("rendering the bundle: %w", err)}
 	}
 	st.objects, st.description = res.Objects, res.Description
+	if rd, ok := r.Renderers[bd.Spec.ProvisionerClassName].(revisionDescriber); ok {
+		st.info = map[string]interface{}{}
+		for k, v := range rd.RevisionInfo(bd.Name) {
+			st.info[k] = v
+		}
+	}
 	return nil
 }
 
-func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
+// revisionDescriber is a Renderer that tells what its last render of a BundleDeployment used, to be
+// recorded with a new revision (the helm renderer: chart version and values hash).
+type revisionDescriber interface {
+	RevisionInfo(name string) map[string]string
+}
+
+// applyRequest is what every apply of bd has in common: names, policies and the preflight.
+func (r *BundleDeploymentReconciler) applyRequest(bd *rukpakv1alpha1.BundleDeployment) apply.Request {
 	req := apply.Request{
-		Name:      bd.Name,
-		Namespace: bd.Spec.InstallNamespace,
-		Objects:   st.objects,
-		Info:      map[string]interface{}{"contentHash": st.hash, "resolvedSource": st.unpacked.ResolvedSource},
+		Name:            bd.Name,
+		Namespace:       bd.Spec.InstallNamespace,
+		CollisionPolicy: bd.Spec.CollisionPolicy,
+		Attempt:         attempt(bd),
 	}
-	req.CollisionPolicy = bd.Spec.CollisionPolicy
 	if r.Preflight != nil && bd.Annotations[SkipCRDUpgradeSafetyAnnotation] != "true" {
 		req.Preflight = r.Preflight
+	}
+	return req
+}
+
+func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
+	req := r.applyRequest(bd)
+	req.Objects = st.objects
+	req.Info = map[string]interface{}{"contentHash": st.hash, "resolvedSource": st.unpacked.ResolvedSource}
+	for k, v := range st.info {
+		req.Info[k] = v
 	}
 	start := time.Now()
 	res, err := r.Engine.Apply(ctx, req)
@@ -360,7 +408,7 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
 	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
-		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description})
+		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack})
 	if r.Watches != nil {
 		if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
 			return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed,
@@ -387,6 +435,7 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
 	bd.Status.ObservedGeneration = gen
+	setNotPaused(bd)
 	var se *stepError
 	if err != nil && !errors.As(err, &se) {
 		se = &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed, err: err}
@@ -418,10 +467,16 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 			msg += fmt.Sprintf("; %d object(s) earlier revisions installed were left in place because another owner holds them now: %s",
 				len(st.leftAlone), keyList(st.leftAlone))
 		}
-		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
+		if st.applied.HeldBack != "" {
+			set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonUpgradeFailed, fmt.Sprintf(
+				"the content the spec asks for was rolled back and is not applied again until spec.source or spec.config changes, or the annotation %s is set to a new value: %s; %s",
+				RetryUpgradeAnnotation, st.applied.HeldBack, msg))
+		} else {
+			set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
+		}
 		// Re-applying the deployed revision leaves the history as it is, unless it does not show that
 		// revision yet (a crash between recording a revision and writing the status).
-		if st.applied.Changed || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
+		if st.applied.Changed || st.historyChanged || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
 			r.setHistory(bd)
 		}
 	case se != nil && se.condition == rukpakv1alpha1.TypeInstalled:
@@ -436,6 +491,12 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	}
 
 	switch {
+	case st.progress != nil && st.progress.exceeded && !st.progress.rolledBack && st.healthy != nil:
+		reason := rukpakv1alpha1.ReasonProgressDeadlineExceeded
+		if st.progress.blocked != "" {
+			reason = rukpakv1alpha1.ReasonRollbackBlocked
+		}
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, reason, st.progress.message(st.healthy))
 	case st.applied != nil && st.healthy == nil:
 		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, rukpakv1alpha1.ReasonHealthy, "every installed object is ready")
 	case st.applied != nil:
@@ -456,8 +517,14 @@ func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeploym
 		if rev.Status != "deployed" && rev.Status != "superseded" {
 			continue
 		}
-		h := rukpakv1alpha1.BundleDeploymentRevision{Revision: int64(rev.Version), InstalledAt: metav1.NewTime(rev.Deployed)}
+		h := rukpakv1alpha1.BundleDeploymentRevision{Revision: int64(rev.Version), InstalledAt: metav1.NewTime(rev.Deployed), Description: rev.Description}
+		if !rev.HealthyAt.IsZero() {
+			t := metav1.NewTime(rev.HealthyAt)
+			h.HealthyAt = &t
+		}
 		h.ContentHash, _ = rev.Info["contentHash"].(string)
+		h.ChartVersion, _ = rev.Info[InfoChartVersion].(string)
+		h.ValuesHash, _ = rev.Info[InfoValuesHash].(string)
 		h.ResolvedSource = resolvedFromInfo(rev.Info["resolvedSource"])
 		hist = append(hist, h)
 		if len(hist) == 10 {
@@ -478,7 +545,7 @@ func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleD
 		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
 			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone))
 	}
-	for _, typ := range []string{rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.TypeHealthy} {
+	for _, typ := range []string{rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.TypeHealthy} { // not Paused: reconcilePaused reports it
 		now := meta.FindStatusCondition(bd.Status.Conditions, typ)
 		before := meta.FindStatusCondition(orig.Status.Conditions, typ)
 		if now == nil || now.Status == metav1.ConditionTrue || (before != nil && before.Reason == now.Reason && before.Message == now.Message) {

@@ -64,3 +64,10 @@ func resolvedFromInfo(v interface{}) *rukpakv1alpha1.ResolvedSource {
 	}
 	return rs
 }
+
+// Keys of what a Renderer's RevisionInfo reports (helm), recorded with a revision and shown in
+// status.history.
+const (
+	InfoChartVersion = "chartVersion"
+	InfoValuesHash   = "valuesHash"
+)

@@ -17,7 +17,7 @@ import (
 //
 //	rukpak_reconcile_step_duration_seconds{step="unpack|render|apply|health"}  histogram: time of each step of a BundleDeployment reconcile
 //	rukpak_bundledeployments{condition="Unpacked|Installed|Healthy",status="True|False|Unknown"}  gauge: BundleDeployments by condition status
-//	rukpak_revisions_total{result="installed|upgraded|install_failed|upgrade_rolled_back|blocked"}  counter: attempts to apply a new revision (Helm release), by outcome
+//	rukpak_revisions_total{result="installed|upgraded|install_failed|upgrade_rolled_back|deadline_rolled_back|blocked"}  counter: attempts to apply a new revision (Helm release), by outcome
 //	rukpak_watched_kinds                                                     gauge: kinds of applied objects watched for drift
 //
 // An unchanged revision re-applied to revert drift is not a new revision: it shows in the apply
@@ -46,7 +46,10 @@ const (
 	RevisionUpgraded          = "upgraded"
 	RevisionInstallFailed     = "install_failed"
 	RevisionUpgradeRolledBack = "upgrade_rolled_back"
-	RevisionBlocked           = "blocked"
+	// RevisionDeadlineRolledBack: a revision missed its progress deadline and the previous healthy
+	// revision was re-applied (upgradeFailurePolicy Rollback).
+	RevisionDeadlineRolledBack = "deadline_rolled_back"
+	RevisionBlocked            = "blocked"
 )
 
 var conditionTypes = []string{rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.TypeHealthy}
@@ -66,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"condition", "status"}),
 		Revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rukpak_revisions_total",
-			Help: "Attempts to apply a new revision of a BundleDeployment's release, by result: installed, upgraded, install_failed, upgrade_rolled_back, blocked (by the CRD upgrade-safety preflight).",
+			Help: "Attempts to apply a new revision of a BundleDeployment's release, by result: installed, upgraded, install_failed, upgrade_rolled_back, deadline_rolled_back (progress deadline missed, upgradeFailurePolicy Rollback), blocked (by the CRD upgrade-safety preflight).",
 		}, []string{"result"}),
 		WatchedKinds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rukpak_watched_kinds",
@@ -79,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.Conditions.WithLabelValues(c, string(s)).Set(0)
 		}
 	}
-	for _, r := range []string{RevisionInstalled, RevisionUpgraded, RevisionInstallFailed, RevisionUpgradeRolledBack, RevisionBlocked} {
+	for _, r := range []string{RevisionInstalled, RevisionUpgraded, RevisionInstallFailed, RevisionUpgradeRolledBack, RevisionDeadlineRolledBack, RevisionBlocked} {
 		m.Revisions.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -111,6 +114,22 @@ func (m *Metrics) observeApply(res *apply.Result, err error) {
 	case errors.As(err, &ae) && ae.Reason == apply.ReasonUpgradeFailed:
 		m.Revisions.WithLabelValues(RevisionUpgradeRolledBack).Inc()
 	case err != nil:
+		m.Revisions.WithLabelValues(RevisionInstallFailed).Inc()
+	}
+}
+
+// observeRollback counts a rollback after a missed progress deadline.
+func (m *Metrics) observeRollback(err error) {
+	if m == nil {
+		return
+	}
+	var ae *apply.Error
+	switch {
+	case err == nil:
+		m.Revisions.WithLabelValues(RevisionDeadlineRolledBack).Inc()
+	case errors.As(err, &ae) && ae.Reason == apply.ReasonPreflightFailed:
+		m.Revisions.WithLabelValues(RevisionBlocked).Inc()
+	default:
 		m.Revisions.WithLabelValues(RevisionInstallFailed).Inc()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,9 +57,12 @@ type Watches struct {
 	endpoints bool
 }
 
+// watchSyncTimeout bounds the wait for a new watch's initial list.
+const watchSyncTimeout = 30 * time.Second
+
 // Ensure watches the kinds of objs that are not watched yet, and EndpointSlices when objs include
 // webhooks that call a Service.
-func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) error {
+func (w *Watches) Ensure(ctx context.Context, objs []*unstructured.Unstructured) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.endpoints && len(health.WebhookServices(objs)) > 0 {
@@ -74,7 +78,16 @@ func (w *Watches) Ensure(_ context.Context, objs []*unstructured.Unstructured) e
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{})); err != nil {
+		src := source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{})
+		if err := w.ctrl.Watch(src); err != nil {
+			return fmt.Errorf("watching %s: %w", gvk, err)
+		}
+		// Wait until the watch has listed: a change made before its initial list would arrive as a
+		// creation, which is not drift (appliedChanged), and be missed until the next re-apply.
+		syncCtx, cancel := context.WithTimeout(ctx, watchSyncTimeout)
+		err := src.WaitForSync(syncCtx)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
 		w.seen[gvk] = true
@@ -121,6 +134,14 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.resync = make(chan event.GenericEvent)
 	if err := c.Watch(source.Channel(r.resync, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
+	}
+	if r.ValuesWatch != nil {
+		if err := c.Watch(source.Channel(r.ValuesWatch.events, &handler.EnqueueRequestForObject{})); err != nil {
+			return err
+		}
+		if err := mgr.Add(r.ValuesWatch); err != nil {
+			return err
+		}
 	}
 	if r.HealthReader == nil {
 		r.HealthReader = mgr.GetCache()

@@ -230,11 +230,12 @@ conditions:
 - {type: Unpacked, status: "True", reason: UnpackSucceeded, message: unpacked, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 - {type: Installed, status: "True", reason: InstallationSucceeded, message: installed, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 - {type: Healthy, status: "False", reason: Unhealthy, message: "Deployment default/x is not available", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
+- {type: Paused, status: "False", reason: NotPaused, message: "not paused", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 resolvedSource: {type: Image, image: {ref: "quay.io/org/bundle@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
 contentHash: "sha256:1111"
 installedRevision: 3
 history:
-- {revision: 3, contentHash: "sha256:1111", installedAt: "2026-01-01T00:00:00Z", resolvedSource: {type: Image, image: {ref: "quay.io/org/bundle@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
+- {revision: 3, contentHash: "sha256:1111", installedAt: "2026-01-01T00:00:00Z", healthyAt: "2026-01-01T00:01:00Z", description: "rollback to revision 1: revision 2 was not Healthy", chartVersion: "1.2.0", valuesHash: "sha256:2222", resolvedSource: {type: Image, image: {ref: "quay.io/org/bundle@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
 `)
 	suite.AssertPrinterColumns(t, bundleDeploymentKind, "printed", []crdtest.Column{
 		{Name: "Name", Cell: "printed"},
@@ -243,6 +244,7 @@ history:
 		{Name: "Installed", Cell: "True"},
 		{Name: "Healthy", Cell: "False"},
 		{Name: "Revision", Cell: "3"},
+		{Name: "Paused", Priority: 1, Cell: "False"},
 		{Name: "Unpacked", Priority: 1, Cell: "True"},
 		{Name: "Source", Priority: 1, Cell: "Image"},
 		{Name: "Age"},

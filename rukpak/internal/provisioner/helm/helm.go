@@ -24,10 +24,14 @@ package helm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -64,6 +68,8 @@ type Renderer struct {
 	capabilities CapabilitiesFunc
 	limits       Limits
 	slots        *renderSlots
+	// last is, per BundleDeployment, what its last successful render used (RevisionInfo).
+	last sync.Map
 }
 
 var _ provisioner.Renderer = (*Renderer)(nil)
@@ -107,6 +113,10 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 	vals, err := r.mergeValues(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	valuesHash, err := ValuesHash(vals)
+	if err != nil {
+		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: the merged values cannot be encoded: %v", name, err))
 	}
 	caps := chartutil.DefaultCapabilities
 	if r.capabilities != nil {
@@ -168,7 +178,34 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 	if len(objs) == 0 {
 		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s renders no objects with these values", name))
 	}
-	return unique(name, objs)
+	out2, err := unique(name, objs)
+	if err == nil {
+		r.last.Store(req.Name, map[string]string{"chartVersion": ch.Metadata.Version, "valuesHash": valuesHash})
+	}
+	return out2, err
+}
+
+// RevisionInfo says what the last successful render for BundleDeployment name used: "chartVersion"
+// (Chart.yaml version) and "valuesHash" (ValuesHash of the merged user values). The controller
+// records them with a new revision (status.history). Renders of one BundleDeployment never run
+// at once, so it is the render that just returned.
+func (r *Renderer) RevisionInfo(name string) map[string]string {
+	v, ok := r.last.Load(name)
+	if !ok {
+		return nil
+	}
+	return v.(map[string]string)
+}
+
+// ValuesHash is "sha256:<hex>" of vals as JSON (map keys sorted): the same values give the same
+// hash whatever their source or order.
+func ValuesHash(vals map[string]any) (string, error) {
+	b, err := json.Marshal(vals)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // missingDependencies lists the dependencies Chart.yaml declares that charts/ does not hold.

@@ -30,9 +30,9 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
-	"github.com/olmv1/olmv1/rukpak/internal/preflight"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
+	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 

@@ -16,6 +16,11 @@
 // whose cost exceeds the API server's runtime budget are reported as such, as the API server would.
 //
 // A BundleDeployment opts out with the annotation core.rukpak.io/skip-crd-upgrade-safety: "true".
+//
+// The package is public so that tools show the same findings before anything is applied:
+// `kubectl olmv1 upgrade --preview` and `install --dry-run` call CheckCRDs on the objects rukpak
+// would apply, and rukpak's controller blocks a revision with CRDUpgradeSafety, which is CheckCRDs
+// turned into an error.
 package preflight
 
 import (
@@ -41,40 +46,73 @@ import (
 // maxReported bounds how many invalid objects one message names.
 const maxReported = 3
 
-// CRDUpgradeSafety returns the preflight. reader must read the cluster directly (custom resources are
-// not in rukpak's label-scoped cache).
-func CRDUpgradeSafety(reader client.Reader) func(ctx context.Context, objs []*unstructured.Unstructured) error {
-	return func(ctx context.Context, objs []*unstructured.Unstructured) error {
-		var problems []string
-		for _, u := range objs {
-			gvk := u.GroupVersionKind()
-			if gvk.Group != apiextensionsv1.GroupName || gvk.Kind != "CustomResourceDefinition" {
+// Finding is what the check says about one CustomResourceDefinition of a revision.
+type Finding struct {
+	// CRD is the CustomResourceDefinition's name.
+	CRD string `json:"crd"`
+	// Installed is false when the cluster has no CRD of that name yet: there is nothing to break.
+	Installed bool `json:"installed"`
+	// Problems are the unsafe changes (empty when the update is safe).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Safe reports whether applying the CRD loses no data and breaks no existing object.
+func (f Finding) Safe() bool { return len(f.Problems) == 0 }
+
+// CheckCRDs checks every CustomResourceDefinition among objs against the installed one of the same
+// name (other objects are ignored) and returns a Finding per CRD, in the order of objs. reader must
+// read the cluster directly: the existing custom resources are listed. It only reads.
+func CheckCRDs(ctx context.Context, reader client.Reader, objs []*unstructured.Unstructured) ([]Finding, error) {
+	var findings []Finding
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		if gvk.Group != apiextensionsv1.GroupName || gvk.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		next := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, next); err != nil {
+			return nil, fmt.Errorf("reading CustomResourceDefinition %s of the bundle: %w", u.GetName(), err)
+		}
+		cur := &apiextensionsv1.CustomResourceDefinition{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: next.Name}, cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				findings = append(findings, Finding{CRD: next.Name})
 				continue
 			}
-			next := &apiextensionsv1.CustomResourceDefinition{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, next); err != nil {
-				return fmt.Errorf("reading CustomResourceDefinition %s of the bundle: %w", u.GetName(), err)
-			}
-			cur := &apiextensionsv1.CustomResourceDefinition{}
-			if err := reader.Get(ctx, client.ObjectKey{Name: next.Name}, cur); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return fmt.Errorf("reading the installed CustomResourceDefinition %s: %w", next.Name, err)
-			}
-			p, err := Check(ctx, reader, cur, next)
-			if err != nil {
-				return err
-			}
-			problems = append(problems, p...)
+			return nil, fmt.Errorf("reading the installed CustomResourceDefinition %s: %w", next.Name, err)
+		}
+		p, err := Check(ctx, reader, cur, next)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, Finding{CRD: next.Name, Installed: true, Problems: p})
+	}
+	return findings, nil
+}
+
+// CRDUpgradeSafety returns the preflight: CheckCRDs, with every problem found turned into one error
+// that says how to proceed. reader must read the cluster directly (custom resources are not in
+// rukpak's label-scoped cache).
+func CRDUpgradeSafety(reader client.Reader) func(ctx context.Context, objs []*unstructured.Unstructured) error {
+	return func(ctx context.Context, objs []*unstructured.Unstructured) error {
+		findings, err := CheckCRDs(ctx, reader, objs)
+		if err != nil {
+			return err
+		}
+		var problems []string
+		for _, f := range findings {
+			problems = append(problems, f.Problems...)
 		}
 		if len(problems) > 0 {
-			return fmt.Errorf("CRD upgrade safety: %s; fix the bundle, or set the annotation core.rukpak.io/skip-crd-upgrade-safety=true on the BundleDeployment to apply it anyway",
-				strings.Join(problems, "; "))
+			return fmt.Errorf("CRD upgrade safety: %s; fix the bundle, or set the annotation %s=true on the BundleDeployment to apply it anyway",
+				strings.Join(problems, "; "), SkipAnnotation)
 		}
 		return nil
 	}
 }
+
+// SkipAnnotation on a BundleDeployment (value "true") makes rukpak skip CRDUpgradeSafety for it.
+const SkipAnnotation = "core.rukpak.io/skip-crd-upgrade-safety"
 
 // Check compares the installed CRD cur with next and, for versions both serve, validates the existing
 // custom resources against next's schema. It returns what is unsafe.

@@ -1,0 +1,214 @@
+package suite
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// Lifecycle controls of BundleDeployments (issue 21): pause, progress deadline with Rollback, and
+// drift correction that leaves other field managers' fields alone, against the local control plane
+// (kwok nodes make schedulable Deployments Available).
+
+// lcConfigMap is a plain ConfigMap manifest.
+func lcConfigMap(name, value string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  value: " + value + "\n"
+}
+
+// lcUnschedulable is a Deployment whose pods no node accepts: it never becomes Available.
+const lcUnschedulable = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: stuck
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec:
+      nodeSelector: {e2e.olmv1.io/no-such-node: "true"}
+      containers:
+      - {name: stuck, image: registry.invalid/stuck:1}
+`
+
+// lcWebNoReplicas is a Deployment that leaves replicas to others.
+const lcWebNoReplicas = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: registry.invalid/web:1}
+`
+
+var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func() {
+	var c client.Client
+
+	BeforeEach(func() {
+		scheme := runtime.NewScheme()
+		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
+		var err error
+		c, err = client.New(env.cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	newBD := func(ctx SpecContext, name, ns, ref string, mutate func(*rukpakv1alpha1.BundleDeployment)) *rukpakv1alpha1.BundleDeployment {
+		bd := &rukpakv1alpha1.BundleDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: rukpakv1alpha1.BundleDeploymentSpec{
+				ProvisionerClassName: rukpakv1alpha1.ProvisionerPlain, InstallNamespace: ns, Source: bdImageSource(ref),
+			},
+		}
+		if mutate != nil {
+			mutate(bd)
+		}
+		Expect(c.Create(ctx, bd)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = c.Delete(ctx, bd)
+			bdExpectNothingLeft(ctx, c, name, ns)
+		})
+		return bd
+	}
+	update := func(ctx SpecContext, name string, mutate func(*rukpakv1alpha1.BundleDeployment)) {
+		Eventually(func() error {
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, bd); err != nil {
+				return err
+			}
+			mutate(bd)
+			return c.Update(ctx, bd)
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+	getCM := func(ctx SpecContext, ns, name string) map[string]string {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+			return nil
+		}
+		return cm.Data
+	}
+
+	It("keeps a paused BundleDeployment on its revision while its source changes, and resumes", func(ctx SpecContext) {
+		const name = "e2e-lifecycle-paused"
+		ns := createNamespace(ctx, "e2e-lc-paused-")
+		ref1 := bdPushPlainBundle(ctx, "lifecycle-paused-v1", map[string]string{"a.yaml": lcConfigMap("a", "one")})
+		ref2 := bdPushPlainBundle(ctx, "lifecycle-paused-v2", map[string]string{"a.yaml": lcConfigMap("a", "two")})
+		newBD(ctx, name, ns, ref1, nil)
+		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+
+		By("pausing it, then changing its source")
+		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Paused = true })
+		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypePaused, metav1.ConditionTrue, time.Minute)
+		Expect(meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypePaused).Message).To(ContainSubstring("paused since"))
+		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Source = bdImageSource(ref2) })
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			cond := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypePaused)
+			g.Expect(cond.ObservedGeneration).To(Equal(got.Generation), "the paused reconcile of the new source")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
+		Expect(getCM(ctx, ns, "a")).To(HaveKeyWithValue("value", "one"))
+
+		By("resuming: revision 2 is installed")
+		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Paused = false })
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)))
+			g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, rukpakv1alpha1.TypePaused)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(getCM(ctx, ns, "a")).To(HaveKeyWithValue("value", "two"))
+	})
+
+	It("rolls a failing upgrade back to the healthy revision within the deadline plus 30 s", func(ctx SpecContext) {
+		const name = "e2e-lifecycle-rollback"
+		const deadline = 20 * time.Second
+		ns := createNamespace(ctx, "e2e-lc-rollback-")
+		ref1 := bdPushPlainBundle(ctx, "lifecycle-rollback-v1", map[string]string{"a.yaml": lcConfigMap("a", "one"), "web.yaml": bdWebDeployment})
+		ref2 := bdPushPlainBundle(ctx, "lifecycle-rollback-v2", map[string]string{"a.yaml": lcConfigMap("a", "two"), "web.yaml": bdWebDeployment, "stuck.yaml": lcUnschedulable})
+		newBD(ctx, name, ns, ref1, func(bd *rukpakv1alpha1.BundleDeployment) {
+			bd.Spec.ProgressDeadline = &metav1.Duration{Duration: deadline}
+			bd.Spec.UpgradeFailurePolicy = rukpakv1alpha1.UpgradeFailurePolicyRollback
+		})
+		got := &rukpakv1alpha1.BundleDeployment{}
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			g.Expect(got.Status.History).NotTo(BeEmpty())
+			g.Expect(got.Status.History[0].HealthyAt).NotTo(BeNil(), "revision 1 recorded Healthy")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		By("upgrading to a revision whose Deployment never becomes Available")
+		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Source = bdImageSource(ref2) })
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		upgraded := time.Now()
+
+		By("rolling back to revision 1's content as revision 3")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			g.Expect(got.Status.InstalledRevision).To(Equal(int64(3)), "conditions: %v", got.Status.Conditions)
+		}).WithContext(ctx).WithTimeout(deadline + 30*time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("rolled back %s after the upgrade (progressDeadline %s)\n", time.Since(upgraded).Round(time.Second), deadline)
+		Expect(got.Status.History[0].Description).To(ContainSubstring("rollback to revision 1: revision 2 was not Healthy within the progress deadline"))
+		Expect(got.Status.History[0].ContentHash).To(Equal(got.Status.History[2].ContentHash))
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck"}, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound))
+			g.Expect(getCM(ctx, ns, "a")).To(HaveKeyWithValue("value", "one"))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		got = bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		installed := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeInstalled)
+		Expect(installed.Reason).To(Equal(rukpakv1alpha1.ReasonUpgradeFailed))
+		Expect(installed.Message).To(ContainSubstring("core.rukpak.io/retry-upgrade"))
+	})
+
+	It("keeps fields other managers set when it reverts drift", func(ctx SpecContext) {
+		const name = "e2e-lifecycle-drift"
+		ns := createNamespace(ctx, "e2e-lc-drift-")
+		ref := bdPushPlainBundle(ctx, "lifecycle-drift-v1", map[string]string{"web.yaml": lcWebNoReplicas})
+		newBD(ctx, name, ns, ref, nil)
+		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+
+		By("kubectl rollout restart, a scale by another manager, and an image change by a third")
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+		restartedAt := time.Now().UTC().Format(time.RFC3339)
+		Expect(c.Patch(ctx, d, client.RawPatch(types.StrategicMergePatchType,
+			[]byte(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"`+restartedAt+`"}}}}}`)),
+			client.FieldOwner("kubectl-rollout"))).To(Succeed())
+		Expect(c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 2}}),
+			client.FieldOwner("hpa-controller"))).To(Succeed())
+		Expect(c.Patch(ctx, d, client.RawPatch(types.StrategicMergePatchType,
+			[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.invalid/web:hand-edited"}]}}}}`)),
+			client.FieldOwner("intruder"))).To(Succeed())
+
+		By("restoring the image the bundle sets, keeping the annotation and the replicas")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.invalid/web:1"))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/restartedAt", restartedAt))
+		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+		got := &rukpakv1alpha1.BundleDeployment{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
+	})
+})

@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// Pausing. While spec.paused is true a reconcile only reports the pause: nothing is unpacked,
+// rendered, applied, pruned or health-checked, drift is not reverted and the progress deadline is
+// not evaluated. Watch events of applied objects still arrive and end here. The other conditions
+// keep what they said when the pause began (their observedGeneration shows how old they are).
+//
+// Deletion is not paused: deleting a paused BundleDeployment uninstalls it (finalize runs before
+// this step), because a finalizer that waits for a resume would hold the deletion, and the
+// namespace it may be in, forever; deletionPolicy Orphan keeps the objects instead.
+
+// reconcilePaused reports the pause and stops.
+func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) (ctrl.Result, error) {
+	r.triggers.take(bd.Name) // events that arrived while paused do not make the next reconcile health-only
+	orig := bd.DeepCopy()
+	setPaused(bd, time.Now())
+	r.Metrics.observe(bd)
+	if !equality.Semantic.DeepEqual(orig.Status, bd.Status) {
+		if err := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, err)
+		}
+		if r.Recorder != nil && !meta.IsStatusConditionTrue(orig.Status.Conditions, rukpakv1alpha1.TypePaused) {
+			r.Recorder.Event(bd, "Normal", rukpakv1alpha1.ReasonPaused, "reconciliation paused (spec.paused)")
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
+// already True, else now.
+func setPaused(bd *rukpakv1alpha1.BundleDeployment, now time.Time) {
+	since := metav1.NewTime(now.Truncate(time.Second))
+	if c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypePaused); c != nil && c.Status == metav1.ConditionTrue {
+		since = c.LastTransitionTime
+	}
+	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", since.UTC().Format(time.RFC3339))
+	if bd.Status.InstalledRevision > 0 {
+		msg += fmt.Sprintf("; revision %d stays installed as it is", bd.Status.InstalledRevision)
+	}
+	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypePaused, Status: metav1.ConditionTrue,
+		Reason: rukpakv1alpha1.ReasonPaused, Message: msg, ObservedGeneration: bd.Generation, LastTransitionTime: since})
+}
+
+// setNotPaused sets Paused=False; its lastTransitionTime says when a pause ended.
+func setNotPaused(bd *rukpakv1alpha1.BundleDeployment) {
+	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypePaused, Status: metav1.ConditionFalse,
+		Reason: rukpakv1alpha1.ReasonNotPaused, Message: "not paused: the BundleDeployment is reconciled", ObservedGeneration: bd.Generation})
+}
