@@ -84,6 +84,7 @@ type OperatorSpec struct {
 	PackageName             string                `json:"packageName"`
 	Version                 string                `json:"version,omitempty"`
 	Channel                 string                `json:"channel,omitempty"`
+	Channels                []string              `json:"channels,omitempty"`
 	CatalogSelector         *metav1.LabelSelector `json:"catalogSelector,omitempty"`
 	UpgradeConstraintPolicy string                `json:"upgradeConstraintPolicy,omitempty"`
 	UpgradePolicy           string                `json:"upgradePolicy,omitempty"`

@@ -28,7 +28,7 @@ func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) (
 			continue
 		}
 		r := operators.Request{
-			Name: op.Name, Package: op.Spec.PackageName, VersionRange: op.Spec.Version, Channel: op.Spec.Channel,
+			Name: op.Name, Package: op.Spec.PackageName, VersionRange: op.Spec.Version, Channel: op.Spec.Channel, Channels: op.Spec.Channels,
 			ConstraintPolicy: olm.Enforce, Manual: op.Spec.UpgradePolicy == UpgradePolicyManual,
 			ApprovedVersion: op.Spec.ApprovedVersion, Order: op.CreationTimestamp.UnixNano(),
 			InstallDependencies: op.Spec.DependencyPolicy == DependencyPolicyInstall,

@@ -2,6 +2,7 @@ package olm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	mmsemver "github.com/Masterminds/semver/v3"
@@ -44,12 +45,29 @@ type Requirement struct {
 	VersionRange string `json:"versionRange,omitempty"`
 	// Channel, when set, restricts candidates to bundles of that channel.
 	Channel string `json:"channel,omitempty"`
+	// Channels, when set, restricts candidates to bundles of any of these channels, and an installed
+	// bundle's upgrades to edges of these channels (with Channel, both count).
+	Channels []string `json:"channels,omitempty"`
 	// Catalogs, when set, restricts candidates to these catalogs (selected
 	// upstream, e.g. by a label selector).
 	Catalogs []string `json:"catalogs,omitempty"`
 	// UpgradePolicy governs how an installed bundle of this package may
 	// change. Empty means Enforce.
 	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+}
+
+// ChannelList is every channel the requirement names (Channel, then Channels), nil for any channel.
+func (r Requirement) ChannelList() []string {
+	var out []string
+	if r.Channel != "" {
+		out = append(out, r.Channel)
+	}
+	for _, c := range r.Channels {
+		if c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (r Requirement) who() string {
@@ -65,8 +83,12 @@ func (r Requirement) describe() string {
 	if r.VersionRange != "" {
 		s += fmt.Sprintf(" in range %q", r.VersionRange)
 	}
-	if r.Channel != "" {
-		s += fmt.Sprintf(" in channel %q", r.Channel)
+	switch chs := r.ChannelList(); len(chs) {
+	case 0:
+	case 1:
+		s += fmt.Sprintf(" in channel %q", chs[0])
+	default:
+		s += fmt.Sprintf(" in channels %s", strings.Join(quoteAll(chs), ", "))
 	}
 	if len(r.Catalogs) > 0 {
 		s += fmt.Sprintf(" from catalogs %s", strings.Join(quoteAll(r.Catalogs), ", "))
@@ -74,14 +96,22 @@ func (r Requirement) describe() string {
 	return s
 }
 
-// ParseRequirement reads "PKG[@RANGE][#CHANNEL]", e.g. "etcd@>=0.9 <1#alpha".
+// ParseRequirement reads "PKG[@RANGE][#CHANNEL[,CHANNEL…]]", e.g. "etcd@>=0.9 <1#alpha" or
+// "etcd#stable,fast".
 func ParseRequirement(s string) (Requirement, error) {
 	var r Requirement
 	rest := strings.TrimSpace(s)
 	if i := strings.LastIndex(rest, "#"); i >= 0 {
-		r.Channel = strings.TrimSpace(rest[i+1:])
+		for _, c := range strings.Split(rest[i+1:], ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				r.Channels = append(r.Channels, c)
+			}
+		}
+		if len(r.Channels) == 1 {
+			r.Channel, r.Channels = r.Channels[0], nil
+		}
 		rest = rest[:i]
-		if r.Channel == "" {
+		if len(r.ChannelList()) == 0 {
 			return r, fmt.Errorf("requirement %q: empty channel after '#'", s)
 		}
 	}

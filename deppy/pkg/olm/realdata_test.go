@@ -174,7 +174,7 @@ func TestRealCatalogUpgradeEdges(t *testing.T) {
 		}
 		moved++
 		// Whatever was chosen must be a direct successor of the installed bundle.
-		if !upgradesFrom(sel.BundleInfo(), oldest.Name, &oldest.Version, "") {
+		if !upgradesFrom(sel.BundleInfo(), oldest.Name, &oldest.Version, nil) {
 			t.Errorf("%s: %s is not an upgrade edge from %s", pkg, sel.Bundle, oldest.Name)
 		}
 	}

@@ -3,6 +3,8 @@ package olm
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/blang/semver/v4"
 
@@ -160,23 +162,23 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 	if p.Required && p.Policy == Ignore {
 		return p, nil // the requirement alone decides; Allowed stays empty
 	}
-	channel := ""
+	var channels []string
 	if req != nil {
-		channel = req.Channel
+		channels = req.ChannelList()
 	}
 	var allowed []*Bundle
 	if p.Policy == Ignore {
 		allowed = all
 	} else {
 		for _, b := range all {
-			if !p.isCurrent(b) && upgradesFrom(b, name, &v, channel) {
+			if !p.isCurrent(b) && upgradesFrom(b, name, &v, channels) {
 				allowed = append(allowed, b)
 			}
 		}
 	}
 	if p.Required {
 		// The requirement orders the choice; keep the same preference here.
-		p.Allowed = preferred(append(append([]*Bundle{}, p.Current...), without(allowed, p.Current)...), channel)
+		p.Allowed = preferred(append(append([]*Bundle{}, p.Current...), without(allowed, p.Current)...), strings.Join(channels, ","))
 	} else {
 		// Nobody asked for a change: stay if possible.
 		p.Allowed = append(append([]*Bundle{}, p.Current...), preferred(without(allowed, p.Current), "")...)
@@ -184,11 +186,11 @@ func installedPackage(idx *Index, ib InstalledBundle, reqs []Requirement) (*Inst
 	return p, nil
 }
 
-// upgradesFrom reports whether b has an upgrade edge (in channel, or in any
-// channel when empty) from the bundle called name at version v.
-func upgradesFrom(b *Bundle, name string, v *semver.Version, channel string) bool {
+// upgradesFrom reports whether b has an upgrade edge (in one of channels, or in
+// any channel when there are none) from the bundle called name at version v.
+func upgradesFrom(b *Bundle, name string, v *semver.Version, channels []string) bool {
 	for _, e := range b.Edges {
-		if channel != "" && e.Channel != channel {
+		if len(channels) > 0 && !slices.Contains(channels, e.Channel) {
 			continue
 		}
 		if e.upgrades(name, v) {

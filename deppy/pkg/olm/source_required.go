@@ -3,6 +3,7 @@ package olm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,7 +80,7 @@ func candidates(idx *Index, req Requirement) ([]*Bundle, string, error) {
 			continue
 		}
 		inCatalogs = append(inCatalogs, b)
-		if req.Channel != "" && !b.InChannel(req.Channel) {
+		if chs := req.ChannelList(); len(chs) > 0 && !slices.ContainsFunc(chs, b.InChannel) {
 			continue
 		}
 		inChannel = append(inChannel, b)
@@ -89,19 +90,20 @@ func candidates(idx *Index, req Requirement) ([]*Bundle, string, error) {
 		out = append(out, b)
 	}
 	if len(out) > 0 {
-		return preferred(out, req.Channel), "", nil
+		// Any named channel: no default-channel preference (the highest version wins).
+		return preferred(out, strings.Join(req.ChannelList(), ",")), "", nil
 	}
 	switch {
 	case len(inCatalogs) == 0:
 		return nil, fmt.Sprintf("package %q is not in catalogs %s (it is in %s)", req.Package,
 			strings.Join(quoteAll(req.Catalogs), ", "), strings.Join(quoteAll(bundleCatalogs(all)), ", ")), nil
 	case len(inChannel) == 0:
-		return nil, fmt.Sprintf("package %q has no channel %q (channels: %s)", req.Package, req.Channel,
+		return nil, fmt.Sprintf("package %q has no channel %s (channels: %s)", req.Package, strings.Join(quoteAll(req.ChannelList()), " or "),
 			strings.Join(channelNames(inCatalogs), ", ")), nil
 	}
 	where := ""
-	if req.Channel != "" {
-		where = fmt.Sprintf(" in channel %q", req.Channel)
+	if chs := req.ChannelList(); len(chs) > 0 {
+		where = fmt.Sprintf(" in channel %s", strings.Join(quoteAll(chs), " or "))
 	}
 	return nil, fmt.Sprintf("no version of package %q%s is in range %q (available: %s)", req.Package, where, req.VersionRange, versionList(inChannel)), nil
 }

@@ -86,8 +86,14 @@ func newBundle(idx *olm.Index, r Request, sel *olm.Selection) *Bundle {
 			b.PackageDeprecation = pkg.Deprecation.Message
 		}
 		channels := sel.Channels
-		if r.Channel != "" {
-			channels = []string{r.Channel}
+		if named := (olm.Requirement{Channel: r.Channel, Channels: r.Channels}).ChannelList(); len(named) > 0 {
+			// The channels the bundle may come from: those named that hold it.
+			channels = nil
+			for _, c := range named {
+				if slices.Contains(sel.Channels, c) {
+					channels = append(channels, c)
+				}
+			}
 		}
 		// The channel counts as deprecated when every channel the bundle can come from is.
 		var msgs []string

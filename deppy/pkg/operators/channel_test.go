@@ -53,6 +53,10 @@ func TestDefaultChannelFirst(t *testing.T) {
 			reqs: []Request{{Name: "op", Package: "op", Channel: "candidate"}}, want: map[string]string{"op": "op.v2.0.0"}},
 		{name: "an explicit pre-release channel",
 			reqs: []Request{{Name: "op", Package: "op", Channel: "nightly"}}, want: map[string]string{"op": "op.v2.1.0-nightly.20260101"}},
+		{name: "several channels: the highest version among them",
+			reqs: []Request{{Name: "op", Package: "op", Channels: []string{"stable", "candidate"}}}, want: map[string]string{"op": "op.v2.0.0"}},
+		{name: "several channels with a pre-release channel",
+			reqs: []Request{{Name: "op", Package: "op", Channels: []string{"stable", "nightly"}}}, want: map[string]string{"op": "op.v2.1.0-nightly.20260101"}},
 		{name: "no channel and a range only another channel satisfies",
 			reqs: []Request{{Name: "op", Package: "op", VersionRange: ">=2.0.0"}}, want: map[string]string{"op": "op.v2.0.0"}},
 		{name: "a dependency, the dependent Operator first",
@@ -151,8 +155,8 @@ func runDeppyResolve(t testing.TB, deppy string, catalogs []string, reqs []Reque
 		if r.VersionRange != "" {
 			s += "@" + r.VersionRange
 		}
-		if r.Channel != "" {
-			s += "#" + r.Channel
+		if chs := (olm.Requirement{Channel: r.Channel, Channels: r.Channels}).ChannelList(); len(chs) > 0 {
+			s += "#" + strings.Join(chs, ",")
 		}
 		args = append(args, "--require", s)
 		byPackage[r.Package] = r.Name
@@ -182,4 +186,31 @@ func runDeppyResolve(t testing.TB, deppy string, catalogs []string, reqs []Reque
 		got[name] = s
 	}
 	return got
+}
+
+// TestChannelsFollowEdgesWithinThem: an installed bundle moves only along the upgrade edges of the
+// channels the Operator names: 1.4.0 stays on stable alone (its head), and moves to 2.0.0 when
+// candidate (where 2.0.0 replaces 1.4.0) is named too.
+func TestChannelsFollowEdgesWithinThem(t *testing.T) {
+	idx, err := olm.NewIndex(loadCatalog(t, "channels", 0, channelFBC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := &Installed{BundleName: "op.v1.4.0", Version: "1.4.0"}
+	for _, tt := range []struct {
+		name     string
+		channels []string
+		want     string
+	}{
+		{"stable only", []string{"stable"}, "op.v1.4.0"},
+		{"stable and candidate", []string{"stable", "candidate"}, "op.v2.0.0"},
+		{"nightly: no edge from 1.4.0", []string{"stable", "nightly"}, "op.v1.4.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Resolve(context.Background(), idx, []Request{{Name: "op", Package: "op", Channels: tt.channels, Installed: installed}})["op"]
+			if o.Bundle == nil || o.Bundle.Name != tt.want {
+				t.Errorf("got %+v (%s), want %s", o.Bundle, o.Message, tt.want)
+			}
+		})
+	}
 }

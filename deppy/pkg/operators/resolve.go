@@ -35,6 +35,9 @@ type Request struct {
 	// preference is deppy's (olm.RequiredPackages), the same code `deppy resolve` runs, so both
 	// choose the same bundle.
 	Channel string
+	// Channels is spec.channels: bundles of any of them, upgrade edges followed within them (the
+	// highest version wins; no default-channel preference).
+	Channels []string
 	// Catalogs are the names of the Catalogs spec.catalogSelector selects; nil means every catalog.
 	// A non-nil empty list means the selector matches no catalog.
 	Catalogs []string
@@ -278,7 +281,7 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 				s.installDeps[r.Name] = true
 			}
 			problem.Requirements = append(problem.Requirements, olm.Requirement{
-				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel,
+				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel, Channels: r.Channels,
 				Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),
 			})
 		}

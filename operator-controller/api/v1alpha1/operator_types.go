@@ -114,6 +114,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.approvedVersion) || (has(self.upgradePolicy) && self.upgradePolicy == 'Manual')",message="approvedVersion can only be set when upgradePolicy is Manual"
 // +kubebuilder:validation:XValidation:rule="!has(self.watchNamespaces) || !has(self.config) || !has(self.config.watchNamespaces)",message="set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.channel) || self.channel == '' || !has(self.channels) || size(self.channels) == 0",message="set channel or channels, not both"
 type OperatorSpec struct {
 	// packageName is the name of the package to install, as the catalogs name it (olm.package).
 	// +required
@@ -137,6 +138,16 @@ type OperatorSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$')",message="channel must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
 	Channel string `json:"channel,omitempty"`
+
+	// channels restricts resolution to the bundles of any of these channels of the package, and
+	// upgrades to the edges of these channels; the highest version among them wins. Use it instead
+	// of channel to follow several channels (e.g. stable and fast); setting both is refused.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$')",message="channels must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	Channels []string `json:"channels,omitempty"`
 
 	// catalogSelector restricts resolution to the Catalogs whose labels match. When empty every
 	// Catalog is used. Keys and operators are checked when the Operator is written; a value that is
