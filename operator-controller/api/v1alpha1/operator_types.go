@@ -114,7 +114,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.approvedVersion) || (has(self.upgradePolicy) && self.upgradePolicy == 'Manual')",message="approvedVersion can only be set when upgradePolicy is Manual"
 // +kubebuilder:validation:XValidation:rule="!has(self.watchNamespaces) || !has(self.config) || !has(self.config.watchNamespaces)",message="set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"
-// +kubebuilder:validation:XValidation:rule="!has(self.channel) || self.channel == '' || !has(self.channels) || size(self.channels) == 0",message="set channel or channels, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.channel) || size(self.channel) == 0 || !has(self.channels) || size(self.channels) == 0",message="set channel or channels, not both"
 type OperatorSpec struct {
 	// packageName is the name of the package to install, as the catalogs name it (olm.package).
 	// +required

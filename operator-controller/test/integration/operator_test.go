@@ -42,6 +42,13 @@ collisionPolicy: IfNoController
 deletionPolicy: Orphan
 dependencyPolicy: Install
 `},
+		{Name: "several channels", Spec: with("channels", `[stable, fast]`)},
+		{Name: "channel and channels together", Spec: crdtest.SpecWith(with("channel", "stable"), "channels", `[fast]`),
+			WantErrs: []string{"set channel or channels, not both"}},
+		{Name: "channels entries are channel names", Spec: with("channels", `["st able"]`),
+			WantErrs: []string{"channels must be letters, digits"}},
+		{Name: "channels at most 16", Spec: with("channels", `[a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4, b5, b6, b7, b8]`),
+			WantErrs: []string{"spec.channels: Too many"}},
 		{Name: "dependencyPolicy must be known", Spec: with("dependencyPolicy", `Always`),
 			WantErrs: []string{`spec.dependencyPolicy: Unsupported value: "Always"`}},
 		{Name: "collisionPolicy None", Spec: with("collisionPolicy", `None`)},
