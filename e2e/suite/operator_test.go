@@ -466,6 +466,64 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 		Expect(deployment(installNamespace("my-alpha"), "alpha-operator")).To(Succeed())
 	})
 
+	It("keeps a paused Operator on its version while its catalog moves on, and upgrades it once resumed", Label("lifecycle"), func(ctx SpecContext) {
+		const catalogName, opName = "paused-catalog", "paused-operator"
+		catalogRefs, bundleRefs := pushExampleOperator(ctx, "paused-index")
+		createServingCatalog(ctx, catalogName, catalogRefs["0.1.0"])
+		createOperator(ctx, opName, map[string]any{"packageName": "example-operator"})
+		waitBundleDeploymentRef(ctx, opName, bundleRefs["0.1.0"])
+		waitOperatorCondition(ctx, opName, "Installed", "True", 2*time.Minute)
+
+		By("pausing the Operator: the Paused condition says so and the BundleDeployment is paused too")
+		patchOperator(ctx, opName, `{"spec":{"paused":true}}`)
+		op := waitOperatorCondition(ctx, opName, "Paused", "True", time.Minute)
+		Expect(conditionMessage(op, "Paused")).To(ContainSubstring("paused since"))
+		Eventually(func(g Gomega) {
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
+			g.Expect(bd.Spec.Paused).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("moving the catalog to index:0.2.0: the paused Operator stays on 0.1.0")
+		catalogs := dc.Resource(catalogGVR)
+		before, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		oldHash, _, _ := unstructured.NestedString(before.Object, "status", "contentHash")
+		_, err = catalogs.Patch(ctx, catalogName, types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, catalogRefs["0.2.0"])), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			hash, _, _ := unstructured.NestedString(got.Object, "status", "contentHash")
+			g.Expect(hash).NotTo(Equal(oldHash))
+			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		// operator-controller re-resolves on the Catalog's new content hash within a second; watch
+		// for longer than that that nothing moves.
+		Consistently(func(g Gomega) {
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			g.Expect(bdc.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
+			g.Expect(bd.Spec.Source.Image.Ref).To(Equal(bundleRefs["0.1.0"]))
+			got, err := dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			version, _, _ := unstructured.NestedString(got.Object, "status", "installedBundle", "version")
+			g.Expect(version).To(Equal("0.1.0"))
+		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("resuming: the Operator upgrades to 0.2.0")
+		patchOperator(ctx, opName, `{"spec":{"paused":false}}`)
+		waitOperatorCondition(ctx, opName, "Paused", "False", time.Minute)
+		bd := waitBundleDeploymentRef(ctx, opName, bundleRefs["0.2.0"])
+		Expect(bd.Spec.Paused).To(BeFalse())
+		Eventually(func(g Gomega) {
+			got, err := dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			version, _, _ := unstructured.NestedString(got.Object, "status", "installedBundle", "version")
+			g.Expect(version).To(Equal("0.2.0"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+
 	It("installs the highest semver bundle of the default channel for an Operator that names only its package", Label("seed-highest-semver"), func(ctx SpecContext) {
 		const opName, installNS = "gadget-operator", "gadget-system"
 		catalogRef, bundleRefs := pushGadgetOperator(ctx)

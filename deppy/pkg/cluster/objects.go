@@ -90,6 +90,7 @@ type OperatorSpec struct {
 	UpgradePolicy           string                `json:"upgradePolicy,omitempty"`
 	ApprovedVersion         string                `json:"approvedVersion,omitempty"`
 	DependencyPolicy        string                `json:"dependencyPolicy,omitempty"`
+	Paused                  bool                  `json:"paused,omitempty"`
 }
 
 // BundleDeployment is what resolution reads of an Operator's BundleDeployment: the annotations

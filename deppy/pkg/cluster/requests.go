@@ -47,6 +47,12 @@ func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) (
 		if bd, ok := bds[op.Name]; ok {
 			r.Installed = InstalledBundle(bd, op.Spec.PackageName)
 		}
+		if op.Spec.Paused && r.Installed != nil {
+			// A paused Operator stays on its installed bundle whatever its spec or the catalogs say;
+			// it still takes part, so that others resolve around what it installed.
+			r.VersionRange, r.Channel, r.Channels = r.Installed.Version, "", nil
+			r.Manual, r.ApprovedVersion, r.ConstraintPolicy = false, "", olm.Enforce
+		}
 		out = append(out, r)
 	}
 	return out, invalid

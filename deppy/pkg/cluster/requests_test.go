@@ -53,6 +53,19 @@ func TestRequests(t *testing.T) {
 				Manual: true, ApprovedVersion: "1.1.0", InstallDependencies: true, Order: metav1.Time{}.UnixNano()},
 		},
 		{
+			name: "paused: pinned to the installed bundle whatever the spec asks",
+			op: Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", Version: ">=2.0.0", Channels: []string{"fast"}, Paused: true,
+				UpgradeConstraintPolicy: "Ignore", UpgradePolicy: "Manual", ApprovedVersion: "2.0.0"}},
+			bd: &installedA,
+			want: &operators.Request{Name: "a", Package: "a", VersionRange: "1.0.0", ConstraintPolicy: olm.Enforce,
+				Installed: &operators.Installed{BundleName: "a.v1.0.0", Version: "1.0.0"}, Order: metav1.Time{}.UnixNano()},
+		},
+		{
+			name: "paused with nothing installed: an ordinary request (the controller installs nothing)",
+			op:   Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", Channels: []string{"fast", "stable"}, Paused: true}},
+			want: &operators.Request{Name: "a", Package: "a", Channels: []string{"fast", "stable"}, ConstraintPolicy: olm.Enforce, Order: metav1.Time{}.UnixNano()},
+		},
+		{
 			name: "explicit defaults of the enums",
 			op: Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", UpgradeConstraintPolicy: "Enforce", UpgradePolicy: "Automatic",
 				DependencyPolicy: "Require"}},

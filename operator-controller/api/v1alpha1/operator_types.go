@@ -56,6 +56,8 @@ const (
 	TypeInstalled = "Installed"
 	// TypeHealthy is True when the installed objects are healthy (the BundleDeployment is Healthy).
 	TypeHealthy = "Healthy"
+	// TypePaused is True while spec.paused is true.
+	TypePaused = "Paused"
 	// TypeDeprecated is True when the package, the channel or the installed bundle is deprecated in
 	// its catalog; the message carries the catalog's deprecation message.
 	TypeDeprecated = "Deprecated"
@@ -90,6 +92,17 @@ const (
 	ReasonUnhealthy = "Unhealthy"
 	// ReasonHealthUnknown (Healthy=Unknown): nothing is installed yet, or health was not reported.
 	ReasonHealthUnknown = "HealthUnknown"
+	// ReasonProgressDeadlineExceeded (Healthy=False): the install or upgrade was not Healthy within
+	// spec.progressDeadline (the BundleDeployment's reason).
+	ReasonProgressDeadlineExceeded = rukpakv1alpha1.ReasonProgressDeadlineExceeded
+	// ReasonRollbackBlocked (Healthy=False): the failed upgrade could not be rolled back (the
+	// BundleDeployment's reason; its message says why).
+	ReasonRollbackBlocked = rukpakv1alpha1.ReasonRollbackBlocked
+
+	// ReasonPaused (Paused=True): spec.paused is true.
+	ReasonPaused = "Paused"
+	// ReasonNotPaused (Paused=False): spec.paused is false.
+	ReasonNotPaused = "NotPaused"
 
 	// ReasonPackageDeprecated (Deprecated=True): the package is deprecated.
 	ReasonPackageDeprecated = "PackageDeprecated"
@@ -115,6 +128,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.approvedVersion) || (has(self.upgradePolicy) && self.upgradePolicy == 'Manual')",message="approvedVersion can only be set when upgradePolicy is Manual"
 // +kubebuilder:validation:XValidation:rule="!has(self.watchNamespaces) || !has(self.config) || !has(self.config.watchNamespaces)",message="set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.channel) || size(self.channel) == 0 || !has(self.channels) || size(self.channels) == 0",message="set channel or channels, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.upgradeFailurePolicy) || self.upgradeFailurePolicy != 'Rollback' || has(self.progressDeadline)",message="upgradeFailurePolicy Rollback needs spec.progressDeadline: it decides when an upgrade has failed"
 type OperatorSpec struct {
 	// packageName is the name of the package to install, as the catalogs name it (olm.package).
 	// +required
@@ -240,6 +254,30 @@ type OperatorSpec struct {
 	// +optional
 	// +kubebuilder:default=Require
 	DependencyPolicy DependencyPolicy `json:"dependencyPolicy,omitempty"`
+
+	// paused stops changing what this Operator installed while true: it stays on its installed
+	// bundle whatever the catalogs or the spec say, and its BundleDeployment is paused too (nothing
+	// is unpacked, applied or pruned; drift is not reverted). The Paused condition says since when.
+	// Setting it back to false resumes: resolution and installation run as usual. Deleting a paused
+	// Operator still uninstalls it.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// progressDeadline is passed to the BundleDeployment: how long an install or upgrade may take
+	// to become Healthy, e.g. "10m". Past it Healthy=False with reason ProgressDeadlineExceeded, and
+	// upgradeFailurePolicy decides what follows.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="progressDeadline must be a duration of at least 1s, e.g. 10m"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// upgradeFailurePolicy is passed to the BundleDeployment: Hold (the default) only reports an
+	// install or upgrade that exceeded progressDeadline; Rollback re-applies the last revision that
+	// was Healthy (unless its CustomResourceDefinitions cannot go back: reason RollbackBlocked).
+	// Rollback needs progressDeadline.
+	// +optional
+	// +kubebuilder:validation:Enum=Hold;Rollback
+	UpgradeFailurePolicy rukpakv1alpha1.UpgradeFailurePolicy `json:"upgradeFailurePolicy,omitempty"`
 }
 
 // BundleMetadata identifies a bundle of a catalog.
@@ -332,6 +370,7 @@ type OperatorStatus struct {
 // +kubebuilder:printcolumn:name="Upgrade Available",type=string,JSONPath=`.status.conditions[?(@.type=="UpgradeAvailable")].status`,priority=1
 // +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=`.spec.channel`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.installNamespace`,priority=1
+// +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it names the Operator's BundleDeployment and labels what it installs"
 type Operator struct {

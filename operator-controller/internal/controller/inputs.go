@@ -51,7 +51,7 @@ func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
 	return cluster.Operator{
 		Name: op.Name, CreationTimestamp: op.CreationTimestamp, Deleting: !op.DeletionTimestamp.IsZero(),
 		Spec: cluster.OperatorSpec{
-			PackageName: s.PackageName, Version: s.Version, Channel: s.Channel, Channels: s.Channels, CatalogSelector: s.CatalogSelector,
+			PackageName: s.PackageName, Version: s.Version, Channel: s.Channel, Channels: s.Channels, Paused: s.Paused, CatalogSelector: s.CatalogSelector,
 			UpgradeConstraintPolicy: string(s.UpgradeConstraintPolicy), UpgradePolicy: string(s.UpgradePolicy),
 			ApprovedVersion: s.ApprovedVersion, DependencyPolicy: string(s.DependencyPolicy),
 		},

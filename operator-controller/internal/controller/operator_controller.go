@@ -100,7 +100,10 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	var stepErr error
-	if obs.outcome != nil && obs.outcome.Bundle != nil {
+	if op.Spec.Paused && bd == nil {
+		// Paused before anything was installed: nothing is created until it is resumed.
+		obs.pausedBeforeInstall = true
+	} else if obs.outcome != nil && obs.outcome.Bundle != nil {
 		ns := installNamespace(op, obs.outcome.Bundle)
 		if bd != nil && bd.Spec.InstallNamespace != "" {
 			ns = bd.Spec.InstallNamespace
@@ -326,7 +329,8 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 // ensurePolicies passes op's collisionPolicy and deletionPolicy to its existing BundleDeployment
 // without changing what it installs; the install namespace is released first for Orphan.
 func (r *OperatorReconciler) ensurePolicies(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
-	if bd.Spec.CollisionPolicy == collisionPolicy(op) && bd.Spec.DeletionPolicy == deletionPolicy(op) {
+	if bd.Spec.CollisionPolicy == collisionPolicy(op) && bd.Spec.DeletionPolicy == deletionPolicy(op) && bd.Spec.Paused == op.Spec.Paused &&
+		equality.Semantic.DeepEqual(bd.Spec.ProgressDeadline, op.Spec.ProgressDeadline) && bd.Spec.UpgradeFailurePolicy == op.Spec.UpgradeFailurePolicy {
 		return bd, nil
 	}
 	if err := r.ensureNamespace(ctx, op, bd.Spec.InstallNamespace); err != nil {
@@ -334,6 +338,7 @@ func (r *OperatorReconciler) ensurePolicies(ctx context.Context, op *operatorsv1
 	}
 	updated := bd.DeepCopy()
 	updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy = collisionPolicy(op), deletionPolicy(op)
+	updated.Spec.Paused, updated.Spec.ProgressDeadline, updated.Spec.UpgradeFailurePolicy = op.Spec.Paused, op.Spec.ProgressDeadline, op.Spec.UpgradeFailurePolicy
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return bd, fmt.Errorf("passing collisionPolicy %s and deletionPolicy %s to BundleDeployment %q: %w",
 			updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy, bd.Name, err)

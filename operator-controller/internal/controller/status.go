@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,8 @@ type observations struct {
 	// dependencies are the packages satisfying the resolved bundle's dependencies (nil when the
 	// BundleDeployment could not be written: the previous list is kept).
 	dependencies []operatorsv1alpha1.Dependency
+	// pausedBeforeInstall is set when the Operator is paused and nothing is installed yet.
+	pausedBeforeInstall bool
 }
 
 func bundleMetadata(b *resolve.Bundle) *operatorsv1alpha1.BundleMetadata {
@@ -71,6 +74,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 			fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog))
 	}
 
+	setPaused(op, set)
 	setInstalled(op, obs, set)
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
@@ -102,6 +106,11 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc)
 	switch {
 	case obs.applyErr != nil:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationFailed, obs.applyErr.Error())
+		return
+	case bd == nil && obs.pausedBeforeInstall:
+		op.Status.InstalledBundle = nil
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
+			"the Operator is paused (spec.paused) and nothing is installed yet: nothing is installed until it is resumed")
 		return
 	case bd == nil:
 		op.Status.InstalledBundle = nil
@@ -153,6 +162,8 @@ func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeploym
 			fmt.Sprintf("BundleDeployment %q has not reported health yet", bd.Name))
 	case c.Status == metav1.ConditionTrue:
 		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionTrue, operatorsv1alpha1.ReasonHealthy, c.Message)
+	case c.Status == metav1.ConditionFalse && (c.Reason == operatorsv1alpha1.ReasonProgressDeadlineExceeded || c.Reason == operatorsv1alpha1.ReasonRollbackBlocked):
+		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, c.Reason, c.Message)
 	case c.Status == metav1.ConditionFalse:
 		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, operatorsv1alpha1.ReasonUnhealthy, c.Message)
 	default:
@@ -215,4 +226,19 @@ func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, set
 			set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate, "no bundle is resolved")
 		}
 	}
+}
+
+// setPaused reports spec.paused. The condition's lastTransitionTime says since when.
+func setPaused(op *operatorsv1alpha1.Operator, set setFunc) {
+	if !op.Spec.Paused {
+		set(operatorsv1alpha1.TypePaused, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotPaused,
+			"spec.paused is false: the Operator follows its spec and the catalogs")
+		return
+	}
+	since := time.Now().UTC().Format(time.RFC3339)
+	if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypePaused); c != nil && c.Status == metav1.ConditionTrue {
+		since = c.LastTransitionTime.UTC().Format(time.RFC3339)
+	}
+	set(operatorsv1alpha1.TypePaused, metav1.ConditionTrue, operatorsv1alpha1.ReasonPaused,
+		fmt.Sprintf("paused since %s: the Operator stays on its installed bundle and its BundleDeployment is paused until spec.paused is false", since))
 }

@@ -243,3 +243,34 @@ func TestSetInstalledMirrorsBundleDeployment(t *testing.T) {
 		t.Errorf("Installed after a write error: %+v", got)
 	}
 }
+
+// TestPausedAndLifecycleReasons: spec.paused gives Paused=True (saying since when) and
+// Paused=False otherwise; an Operator paused before anything was installed says nothing is
+// installed until it is resumed; the BundleDeployment's ProgressDeadlineExceeded and
+// RollbackBlocked reasons reach the Operator's Healthy condition as they are.
+func TestPausedAndLifecycleReasons(t *testing.T) {
+	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 1}}
+	op.Spec.Paused = true
+	setStatus(op, observations{pausedBeforeInstall: true})
+	if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypePaused); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != operatorsv1alpha1.ReasonPaused || !strings.Contains(c.Message, "paused since ") {
+		t.Errorf("Paused: %+v", c)
+	}
+	if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeInstalled); c == nil || c.Status != metav1.ConditionFalse ||
+		!strings.Contains(c.Message, "nothing is installed until it is resumed") {
+		t.Errorf("Installed while paused before install: %+v", c)
+	}
+	op.Spec.Paused = false
+	setStatus(op, observations{})
+	if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypePaused); c == nil || c.Status != metav1.ConditionFalse || c.Reason != operatorsv1alpha1.ReasonNotPaused {
+		t.Errorf("Paused after resume: %+v", c)
+	}
+	for _, reason := range []string{rukpakv1alpha1.ReasonProgressDeadlineExceeded, rukpakv1alpha1.ReasonRollbackBlocked} {
+		bd := &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 3}}
+		bd.Status.Conditions = []metav1.Condition{{Type: rukpakv1alpha1.TypeHealthy, Status: metav1.ConditionFalse, Reason: reason, Message: "revision 2 is not Healthy", ObservedGeneration: 3}}
+		setStatus(op, observations{bd: bd})
+		if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeHealthy); c == nil || c.Reason != reason || c.Message != "revision 2 is not Healthy" {
+			t.Errorf("Healthy for %s: %+v", reason, c)
+		}
+	}
+}

@@ -49,6 +49,13 @@ dependencyPolicy: Install
 			WantErrs: []string{"channels must be letters, digits"}},
 		{Name: "channels at most 16", Spec: with("channels", `[a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4, b5, b6, b7, b8]`),
 			WantErrs: []string{"spec.channels: Too many"}},
+		{Name: "paused with a progress deadline and Rollback", Spec: crdtest.SpecWith(crdtest.SpecWith(with("paused", "true"), "progressDeadline", "10m"), "upgradeFailurePolicy", "Rollback")},
+		{Name: "Rollback needs progressDeadline", Spec: with("upgradeFailurePolicy", "Rollback"),
+			WantErrs: []string{"upgradeFailurePolicy Rollback needs spec.progressDeadline"}},
+		{Name: "progressDeadline at least 1s", Spec: with("progressDeadline", "500ms"),
+			WantErrs: []string{"progressDeadline must be a duration of at least 1s"}},
+		{Name: "upgradeFailurePolicy must be known", Spec: with("upgradeFailurePolicy", "Retry"),
+			WantErrs: []string{`spec.upgradeFailurePolicy: Unsupported value: "Retry"`}},
 		{Name: "dependencyPolicy must be known", Spec: with("dependencyPolicy", `Always`),
 			WantErrs: []string{`spec.dependencyPolicy: Unsupported value: "Always"`}},
 		{Name: "collisionPolicy None", Spec: with("collisionPolicy", `None`)},
@@ -212,6 +219,7 @@ conditions:
 - {type: Healthy, status: "True", reason: Healthy, message: healthy, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 - {type: Deprecated, status: "False", reason: NotDeprecated, message: "", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 - {type: UpgradeAvailable, status: "True", reason: AwaitingApproval, message: "approve 0.7.0", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
+- {type: Paused, status: "False", reason: NotPaused, message: "not paused", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 1}
 resolvedBundle: {name: argocd-operator.v0.7.0, version: 0.7.0, catalog: operatorhub, source: "quay.io/org/argocd-bundle:v0.7.0"}
 installedBundle: {name: argocd-operator.v0.6.0, version: 0.6.0, catalog: operatorhub, source: "quay.io/org/argocd-bundle:v0.6.0"}
 installNamespace: argocd-operator
@@ -226,6 +234,7 @@ installNamespace: argocd-operator
 		{Name: "Upgrade Available", Priority: 1, Cell: "True"},
 		{Name: "Channel", Priority: 1, Cell: "stable"},
 		{Name: "Namespace", Priority: 1, Cell: "argocd-operator"},
+		{Name: "Paused", Priority: 1, Cell: "False"},
 		{Name: "Age"},
 	})
 }
