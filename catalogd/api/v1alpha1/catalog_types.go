@@ -15,6 +15,10 @@ const (
 	// status.contentURL). It stays True on the last good content when a newer spec fails to unpack;
 	// the reason and message then say which generation is served.
 	TypeServing = "Serving"
+	// TypePaused is True while spec.paused is true: nothing is unpacked or polled, the content
+	// the status names stays served, and Unpacked and Serving keep what they said when the pause
+	// began. Its lastTransitionTime (and message) say since when. It is False otherwise.
+	TypePaused = "Paused"
 )
 
 // Condition reasons of a Catalog.
@@ -38,6 +42,11 @@ const (
 	// ReasonNotServing (Serving=False): no content has been unpacked successfully yet, or the Catalog
 	// is being deleted.
 	ReasonNotServing = "NotServing"
+
+	// ReasonPaused (Paused=True): spec.paused is true.
+	ReasonPaused = "Paused"
+	// ReasonNotPaused (Paused=False): spec.paused is false; the Catalog is reconciled.
+	ReasonNotPaused = "NotPaused"
 )
 
 // CatalogSpec says where a file-based catalog is fetched from and how it ranks against other catalogs.
@@ -54,6 +63,15 @@ type CatalogSpec struct {
 	// +optional
 	// +kubebuilder:default=0
 	Priority int32 `json:"priority,omitempty"`
+
+	// paused stops reconciling this Catalog while true: nothing is unpacked or polled, and changes
+	// to the spec or to the source (a re-pushed tag, an edited ConfigMap, a new commit) are not
+	// acted on; the content the status names stays served, by every replica. The Paused condition
+	// is True and says since when. Setting it back to false (or removing it) resumes: the source
+	// is resolved again at once and unpacked if the spec or the source changed. Deleting a paused
+	// Catalog still removes its content (the finalizer does not wait for a resume).
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // CatalogCounts counts what a file-based catalog contains.
@@ -75,7 +93,7 @@ type CatalogStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are Unpacked and Serving.
+	// conditions are Unpacked, Serving and Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -130,6 +148,7 @@ type CatalogStatus struct {
 // +kubebuilder:printcolumn:name="Content Hash",type=string,JSONPath=`.status.contentHash`,priority=1
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
 // +kubebuilder:printcolumn:name="Bundles",type=integer,JSONPath=`.status.counts.bundles`,priority=1
+// +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it is used as the catalog label value on CatalogMetadata"
 type Catalog struct {

@@ -87,8 +87,8 @@ func deletingPredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 }
 
-// Reconcile runs the steps: finalize (when deleting) or ensureFinalizer → unpack → parse → store,
-// then sets the conditions once and patches status once.
+// Reconcile runs the steps: finalize (when deleting) or ensureFinalizer → (paused? report and stop,
+// see pause.go) → unpack → parse → store, then sets the conditions once and patches status once.
 func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	l := log.FromContext(ctx).WithValues("catalog", req.Name)
 	ctx = log.IntoContext(ctx, l)
@@ -101,6 +101,9 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if err := r.ensureFinalizer(ctx, cat); err != nil {
 		return ctrl.Result{}, err
+	}
+	if cat.Spec.Paused {
+		return r.reconcilePaused(ctx, cat)
 	}
 
 	before := cat.DeepCopy()
@@ -218,27 +221,36 @@ func loadFailure(gen int64, err error) (unpackOutcome, error) {
 
 // keepLastGood runs after the current spec failed: when the store does not hold the content the
 // status names (this replica was restarted on an empty store, or took over from a leader that
-// unpacked it), it loads exactly that content again, the way every other replica does, so that
-// the last good content stays served. A failure is only logged: Serving then says nothing is
-// served.
+// unpacked it), it loads exactly that content again, so that the last good content stays served.
+// A failure is only logged: Serving then says nothing is served.
 func (r *CatalogReconciler) keepLastGood(ctx context.Context, cat *catalogdv1alpha1.Catalog) {
+	if err := r.loadWhatStatusNames(ctx, cat); err != nil {
+		log.FromContext(ctx).Info("the last good content cannot be loaded again either", "hash", cat.Status.ContentHash,
+			"source", replica.Describe(cat.Status.ResolvedSource), "error", err.Error())
+	}
+}
+
+// loadWhatStatusNames makes the store hold the content the status names when it does not: it
+// loads exactly status.resolvedSource (replica.PinnedSource: the image digest, the git commit) and
+// stores it only if its hash is status.contentHash, the way every other replica does. It does
+// nothing when the store already holds it or the status names nothing.
+func (r *CatalogReconciler) loadWhatStatusNames(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
 	want := cat.Status.ContentHash
 	if want == "" || cat.Status.ResolvedSource == nil {
-		return
+		return nil
 	}
 	if cur, ok := r.Loader.Store.Get(cat.Name); ok && cur.Hash == want {
-		return
+		return nil
 	}
-	l := log.FromContext(ctx)
 	src, err := replica.PinnedSource(cat.Spec.Source, cat.Status.ResolvedSource)
 	if err == nil {
 		_, err = r.Loader.Load(ctx, replica.Request{Catalog: cat.Name, Source: src, WantHash: want})
 	}
 	if err != nil {
-		l.Info("the last good content cannot be loaded again either", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource), "error", err.Error())
-		return
+		return err
 	}
-	l.Info("serving the last good content again", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource))
+	log.FromContext(ctx).Info("serving the content the status names again", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource))
+	return nil
 }
 
 func (r *CatalogReconciler) ensureFinalizer(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
@@ -274,6 +286,11 @@ func (r *CatalogReconciler) patchStatus(ctx context.Context, before, after *cata
 	}
 	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("updating the status of catalog %q: %w", after.Name, err)
+	}
+	if old, cur := meta.FindStatusCondition(before.Status.Conditions, catalogdv1alpha1.TypePaused),
+		meta.FindStatusCondition(after.Status.Conditions, catalogdv1alpha1.TypePaused); cur != nil && cur.Status == metav1.ConditionTrue &&
+		(old == nil || old.Status != metav1.ConditionTrue) {
+		r.event(after, corev1.EventTypeNormal, catalogdv1alpha1.ReasonPaused, "Pause", "%s", cur.Message)
 	}
 	for _, t := range []string{catalogdv1alpha1.TypeUnpacked, catalogdv1alpha1.TypeServing} {
 		old := meta.FindStatusCondition(before.Status.Conditions, t)

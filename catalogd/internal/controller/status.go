@@ -20,8 +20,9 @@ type unpackOutcome struct {
 	message string
 }
 
-// setConditions writes Unpacked and Serving from the outcome and what the store serves. It is the
-// one place conditions are computed.
+// setConditions writes Unpacked and Serving from the outcome and what the store serves, and
+// Paused=False. It is the one place conditions are computed for a Catalog that is not paused
+// (setPaused in pause.go reports a pause and leaves the others alone).
 func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *storage.Content) {
 	gen := cat.Generation
 	unpacked := metav1.Condition{Type: catalogdv1alpha1.TypeUnpacked, ObservedGeneration: gen, Reason: out.reason, Message: out.message}
@@ -50,6 +51,7 @@ func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *sto
 			cat.Status.ServedGeneration, replica.Describe(cat.Status.ResolvedSource), served.Hash, gen)
 	}
 	meta.SetStatusCondition(&cat.Status.Conditions, serving)
+	setNotPaused(cat)
 	cat.Status.ObservedGeneration = gen
 	cat.Status.ShortHash = shortHash(cat.Status.ContentHash)
 }

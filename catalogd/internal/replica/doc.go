@@ -11,7 +11,9 @@
 //     watches Catalogs through the manager cache and, for each Catalog whose status names content
 //     its store does not hold, unpacks exactly that resolved source (PinnedSource) and stores it only
 //     if its hash is status.contentHash; it removes the content of Catalogs that are deleted. On the
-//     leader it writes nothing: the reconciler owns that store.
+//     leader it writes nothing: the reconciler owns that store. A paused Catalog (spec.paused)
+//     changes nothing here: a pause stops the leader's unpacking of the spec, not the loading of
+//     what the status names, which stays served everywhere (the paused leader loads it the same way).
 //   - Content enters or leaves a store only through a Loader (fetch → parse and validate → store, or
 //     remove), which both use; a per-catalog lock and a guard evaluated under it ("this replica is
 //     not the leader") make sure that a Syncer finishing a load just as its replica is elected never

@@ -81,6 +81,9 @@ func TestCatalogValidation(t *testing.T) {
 			WantErrs: []string{"spec.source: Required value"}},
 		{Name: "priority must be an integer", Spec: crdtest.SpecWith(imageSpec, "priority", `"high"`),
 			WantErrs: []string{"spec.priority: Invalid value", "must be of type integer"}},
+		{Name: "paused", Spec: crdtest.SpecWith(imageSpec, "paused", "true")},
+		{Name: "paused must be a boolean", Spec: crdtest.SpecWith(imageSpec, "paused", `"yes"`),
+			WantErrs: []string{"spec.paused: Invalid value", "must be of type boolean"}},
 	})
 }
 
@@ -102,6 +105,7 @@ func TestCatalogGoTypesRoundTrip(t *testing.T) {
 				},
 			},
 			Priority: -3,
+			Paused:   true,
 		},
 	}
 	want := catalog.Spec.DeepCopy()
@@ -128,6 +132,7 @@ observedGeneration: 2
 conditions:
 - {type: Unpacked, status: "False", reason: UnpackFailed, message: "image not found", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
 - {type: Serving, status: "True", reason: ServingPreviousContent, message: "serving generation 1", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
+- {type: Paused, status: "True", reason: Paused, message: "paused since 2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}
 resolvedSource: {type: Image, image: {ref: "quay.io/operatorhubio/catalog@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
 contentHash: "sha256:abcd0123456789abcdef"
 shortHash: "abcd01234567"
@@ -145,6 +150,7 @@ counts: {packages: 1, channels: 2, bundles: 5}
 		{Name: "Content Hash", Priority: 1, Cell: "sha256:abcd0123456789abcdef"},
 		{Name: "Priority", Priority: 1, Cell: "7"},
 		{Name: "Bundles", Priority: 1, Cell: "5"},
+		{Name: "Paused", Priority: 1, Cell: "True"},
 		{Name: "Age"},
 	})
 }
