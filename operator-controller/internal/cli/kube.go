@@ -3,8 +3,9 @@ package cli
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,11 +16,12 @@ import (
 )
 
 // scheme knows every kind the user commands read or write (CatalogMetadata in its external version
-// only, as operator-controller registers it).
+// only, as operator-controller registers it), and the built-in kinds and CRDs that previews read
+// (RBAC roles, CRDs).
 func scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, catalogdv1alpha1.AddToScheme, catalogs.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, catalogdv1alpha1.AddToScheme, catalogs.AddToScheme,
 		operatorsv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
@@ -32,6 +34,9 @@ func scheme() (*runtime.Scheme, error) {
 // client returns a client of the cluster named by --kubeconfig/--context (or $KUBECONFIG, or
 // ~/.kube/config), reading from the API server directly.
 func (o *options) client() (client.Client, error) {
+	if o.newClient != nil {
+		return o.newClient()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if o.kubeconfig != "" {
 		rules.ExplicitPath = o.kubeconfig

@@ -26,10 +26,11 @@ func newInstallCommand(o *options) *cobra.Command {
 	var (
 		name, version, channel, namespace string
 		upgradePolicy, constraintPolicy   string
-		catalogSelector                   string
+		catalogSelector, dependencyPolicy string
 		watchNamespaces                   []string
-		wait                              bool
+		wait, dryRun                      bool
 		timeout                           time.Duration
+		pf                                previewFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "install PACKAGE",
@@ -39,10 +40,18 @@ it against the served catalogs and installs the bundle. With --wait, each change
 Installed and Healthy conditions is printed until it is Installed and Healthy. It stops at once with
 exit code 1 when Installed is False with the BundleDeployment's failure reason (e.g. ObjectConflict:
 an object of the bundle exists and OLM may not take it), printing the reason and message; on timeout
-the failing condition is printed and the exit code is 1.`,
+the failing condition is printed and the exit code is 1.
+
+With --dry-run nothing is created: the plan is printed instead, computed with operator-controller's
+and rukpak's own code against the live cluster: the bundles resolution would choose (with
+--dependency-policy Install, the dependencies' bundles and the Operators created for them) and why,
+every object that would be created (namespace, BundleDeployment, the bundle's objects as rukpak
+renders them), the RBAC the operator would hold, and rukpak's CRD upgrade-safety findings. Bundle
+images are pulled to render them. It exits 1 when resolution would fail.`,
 		Example: `  kubectl olmv1 install cert-manager --wait
   kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
-  kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod`,
+  kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod
+  kubectl olmv1 install hyperconverged --dependency-policy Install --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" {
@@ -53,6 +62,7 @@ the failing condition is printed and the exit code is 1.`,
 				Spec: operatorsv1alpha1.OperatorSpec{
 					PackageName: args[0], Version: version, Channel: channel, InstallNamespace: namespace, WatchNamespaces: watchNamespaces,
 					UpgradePolicy: operatorsv1alpha1.UpgradePolicy(upgradePolicy), UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicy(constraintPolicy),
+					DependencyPolicy: operatorsv1alpha1.DependencyPolicy(dependencyPolicy),
 				},
 			}
 			if catalogSelector != "" {
@@ -65,6 +75,12 @@ the failing condition is printed and the exit code is 1.`,
 			c, err := o.client()
 			if err != nil {
 				return err
+			}
+			if dryRun {
+				if wait {
+					return fmt.Errorf("--dry-run creates nothing to wait for: drop --wait")
+				}
+				return o.installDryRun(cmd.Context(), c, op, pf)
 			}
 			if err := c.Create(cmd.Context(), op); err != nil {
 				return fmt.Errorf("create Operator %s: %w", name, err)
@@ -88,8 +104,11 @@ the failing condition is printed and the exit code is 1.`,
 	f.StringVar(&upgradePolicy, "upgrade-policy", "", "Automatic (default) or Manual (upgrades wait for `kubectl olmv1 approve`)")
 	f.StringVar(&constraintPolicy, "upgrade-constraint-policy", "", "Enforce (default: follow the catalog's upgrade edges) or Ignore")
 	f.StringVar(&catalogSelector, "catalog-selector", "", "label selector of the Catalogs to install from, e.g. tier=prod")
+	f.StringVar(&dependencyPolicy, "dependency-policy", "", "Require (default: another Operator must install each dependency) or Install (operator-controller creates them)")
 	f.BoolVar(&wait, "wait", false, "wait until the Operator is Installed and Healthy")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	f.BoolVar(&dryRun, "dry-run", false, "print what would be installed (resolution, objects, RBAC, CRD upgrade safety) and create nothing")
+	pf.bind(f)
 	return cmd
 }
 

@@ -2,7 +2,9 @@
 //
 // Author commands work on local directories and registries (no cluster, no container engine):
 // bundle validate|push|render, catalog init|add-bundle|render|validate|push. User commands talk to the
-// cluster of the current kubeconfig: catalog add|list, search, install, status, approve, uninstall.
+// cluster of the current kubeconfig: catalog add|list, search, install, status, approve, upgrade,
+// uninstall. install --dry-run and upgrade --preview print what would change and change nothing
+// (plan.go).
 //
 // Validation runs the controllers' own code: catalogd/pkg/fbcvalidate (catalogd's catalog
 // validation) and rukpak/pkg/bundlevalidate (rukpak's bundle conversion plus operator-framework/api's
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Streams are where a command reads and writes.
@@ -34,6 +37,10 @@ type options struct {
 	context    string
 	// pollInterval is how often --wait reads the object again.
 	pollInterval time.Duration
+	// newClient, when set, replaces the client of the kubeconfig (tests).
+	newClient func() (client.Client, error)
+	// pull, when set, replaces pulling a bundle image into a directory (tests).
+	pull func(ctx context.Context, image string, insecure bool) (dir string, remove func(), err error)
 }
 
 // SilentError is returned by a command that has already printed why it failed (e.g. the problems
@@ -51,13 +58,18 @@ func IsSilent(err error) bool {
 
 // NewRootCommand returns the kubectl-olmv1 command tree.
 func NewRootCommand(streams Streams) *cobra.Command {
-	o := &options{Streams: streams, pollInterval: 500 * time.Millisecond}
+	return newRootCommand(&options{Streams: streams, pollInterval: 500 * time.Millisecond})
+}
+
+func newRootCommand(o *options) *cobra.Command {
+	streams := o.Streams
 	root := &cobra.Command{
 		Use:   "kubectl-olmv1",
 		Short: "Install operators with OLM v1, and validate, build and publish bundles and catalogs",
 		Long: `kubectl olmv1 is the command line of OLM v1.
 
-Cluster users add catalogs, search them, and install, watch, approve and uninstall operators.
+Cluster users add catalogs, search them, and install, watch, upgrade, approve and uninstall
+operators; install --dry-run and upgrade --preview show what would change first.
 Operator authors validate bundles with the code rukpak runs, maintain file-based catalogs whose
 upgrade edges are computed for them, and build and push bundle and catalog images without a
 container engine (registry credentials come from the docker config file).`,
@@ -99,7 +111,7 @@ container engine (registry credentials come from the docker config file).`,
 		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o))
 
 	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
-		newApproveCommand(o), newUninstallCommand(o))
+		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o))
 	return root
 }
 

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// writePlan prints a Plan for people: the resolution and why, the objects, their diffs, the RBAC
+// and the CRD upgrade-safety findings, each under a heading.
+func writePlan(w io.Writer, p *Plan) error {
+	pw := &planWriter{w: w}
+	pw.header(p)
+	if p.Failed != "" {
+		pw.linef("")
+		pw.linef("Resolution fails: %s", p.Failed)
+		if p.From != "" {
+			pw.linef("(operator-controller would report Resolved=False with this message; the installed bundle %s stays)", p.From)
+		} else {
+			pw.linef("(operator-controller would report Resolved=False with this message and install nothing)")
+		}
+	}
+	if len(p.Bundles) > 0 {
+		pw.section("RESOLUTION")
+		t := &table{headers: []string{"OPERATOR", "BUNDLE", "VERSION", "CHANGE", "CATALOG", "OPERATOR CREATED BY"}}
+		for _, b := range p.Bundles {
+			change := b.Change
+			if b.Installed != "" && b.Change != "unchanged" {
+				change = fmt.Sprintf("%s from %s", b.Change, b.Installed)
+			}
+			t.add(b.Operator, b.Bundle, b.Version, change, b.Catalog, orDash(b.OperatorCreated))
+		}
+		pw.table(t)
+		pw.section("WHY")
+		for _, b := range p.Bundles {
+			pw.linef("%s (Operator %s, image %s)", b.Bundle, b.Operator, b.Image)
+			for _, l := range b.Why {
+				pw.linef("  %s", l)
+			}
+		}
+	}
+	if len(p.Objects) > 0 {
+		pw.section("OBJECTS")
+		t := &table{headers: []string{"ACTION", "KIND", "NAMESPACE", "NAME", "OPERATOR", "BY", "NOTE"}}
+		for _, o := range p.Objects {
+			t.add(o.Action, o.Kind, orDash(o.Namespace), o.Name, o.Operator, o.By, o.Note)
+		}
+		pw.table(t)
+		counts := map[string]int{}
+		for _, o := range p.Objects {
+			counts[o.Action]++
+		}
+		var parts []string
+		for _, a := range []struct{ action, phrase string }{
+			{"create", "to create"}, {"update", "to update"}, {"delete", "to delete"}, {"unchanged", "unchanged"}, {"unknown", "unknown (not readable)"},
+		} {
+			if n := counts[a.action]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, a.phrase))
+			}
+		}
+		pw.linef("%s", strings.Join(parts, ", "))
+	}
+	var diffs []PlannedObject
+	for _, o := range p.Objects {
+		if o.Diff != "" {
+			diffs = append(diffs, o)
+		}
+	}
+	if len(diffs) > 0 {
+		pw.section("DIFF")
+		for i, o := range diffs {
+			if i > 0 {
+				pw.raw("\n")
+			}
+			pw.raw(strings.TrimRight(o.Diff, "\n") + "\n")
+		}
+	}
+	if len(p.RBAC) > 0 {
+		pw.section("RBAC")
+		for _, g := range p.RBAC {
+			bound := "not bound by the bundle"
+			if g.Binding != "" {
+				bound = fmt.Sprintf("bound %s by %s to %s", g.Scope, g.Binding, strings.Join(g.Subjects, ", "))
+			}
+			pw.linef("%s (%s), %s [Operator %s]", g.Role, g.Change, bound, g.Operator)
+			for _, r := range g.Rules {
+				pw.linef("    %s", r)
+			}
+			for _, warn := range g.Warnings {
+				pw.linef("    ! %s", warn)
+			}
+		}
+	}
+	if len(p.CRDs) > 0 {
+		pw.section("CRD UPGRADE SAFETY")
+		for _, f := range p.CRDs {
+			switch {
+			case !f.Installed:
+				pw.linef("%s: new, nothing installed to break [Operator %s]", f.CRD, f.Operator)
+			case f.Safe():
+				pw.linef("%s: safe: no scope change, no stored version removed, every existing object valid under the new schema [Operator %s]", f.CRD, f.Operator)
+			default:
+				verdict := "UNSAFE: rukpak would refuse the upgrade (Installed=False, reason UpgradeBlocked) and keep the installed bundle"
+				if f.Skipped {
+					verdict = "UNSAFE, but the BundleDeployment skips the check (core.rukpak.io/skip-crd-upgrade-safety): rukpak would apply it anyway"
+				}
+				pw.linef("%s: %s [Operator %s]", f.CRD, verdict, f.Operator)
+				for _, pr := range f.Problems {
+					pw.linef("    %s", pr)
+				}
+			}
+		}
+	}
+	if len(p.Notes) > 0 {
+		pw.section("NOTES")
+		for _, n := range p.Notes {
+			pw.linef("- %s", n)
+		}
+	}
+	return pw.err
+}
+
+func (pw *planWriter) header(p *Plan) {
+	what := "preview"
+	if p.Action == "install" {
+		what = "dry run"
+	}
+	switch {
+	case p.Action == "install":
+		pw.linef("Install package %s as Operator %s: %s", p.Package, p.Operator, versionChange(p))
+	default:
+		pw.linef("Upgrade Operator %s (package %s): %s", p.Operator, p.Package, versionChange(p))
+	}
+	pw.linef("(%s: nothing was changed in the cluster)", what)
+}
+
+func versionChange(p *Plan) string {
+	switch {
+	case p.Failed != "":
+		return "no bundle can be chosen"
+	case p.From == "":
+		return "version " + p.To
+	case p.From == p.To:
+		return "stays on " + p.From + " (nothing to upgrade)"
+	}
+	return p.From + " -> " + p.To
+}
+
+// planWriter writes sections and remembers the first error.
+type planWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (pw *planWriter) raw(s string) {
+	if pw.err == nil {
+		_, pw.err = io.WriteString(pw.w, s)
+	}
+}
+
+func (pw *planWriter) linef(format string, args ...any) { pw.raw(fmt.Sprintf(format, args...) + "\n") }
+
+func (pw *planWriter) section(title string) { pw.raw("\n" + title + "\n") }
+
+func (pw *planWriter) table(t *table) {
+	if pw.err == nil {
+		pw.err = t.write(pw.w)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+)
+
+// What a reconcile would write, for previews: `kubectl olmv1 install --dry-run` and `kubectl olmv1
+// upgrade --preview` (internal/cli) show the objects these functions return, so that a preview is
+// what the reconciler does and not a second implementation of it. Each is the reconciler's own
+// function; none reads or writes the cluster.
+
+// Requests are the resolution requests a reconcile builds from every Operator, their
+// BundleDeployments (by Operator name) and the Catalogs, and, by Operator name, why an Operator could
+// not become one (it fails alone with that message).
+func Requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]resolve.Request, map[string]string) {
+	return requests(ops, bds, cats)
+}
+
+// InstallNamespace is the namespace a reconcile installs op's bundle b into (before an existing
+// BundleDeployment's spec.installNamespace, which wins).
+func InstallNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
+	return installNamespace(op, b)
+}
+
+// DesiredNamespace is the Namespace a reconcile creates for op when its install namespace is missing.
+func DesiredNamespace(op *operatorsv1alpha1.Operator, name string) *corev1.Namespace {
+	return desiredNamespace(op, name)
+}
+
+// DesiredBundleDeployment is the BundleDeployment a reconcile writes to install b for op into ns.
+func DesiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+	return desiredBundleDeployment(op, b, ns)
+}
+
+// MergeBundleDeployment copies what a reconcile owns of want into have, as it does before an
+// update, and reports whether anything changed.
+func MergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
+	return mergeBundleDeployment(have, want)
+}
+
+// DependencyOperator is the Operator a reconcile of op (dependencyPolicy Install) creates to install
+// package pkg, a dependency no Operator installs yet.
+func DependencyOperator(op *operatorsv1alpha1.Operator, pkg string) *operatorsv1alpha1.Operator {
+	return dependencyOperator(op, pkg)
+}
