@@ -2,16 +2,11 @@ package suite
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +25,7 @@ import (
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // The chart's pods never run on kwok fake nodes; the chart spec runs the binaries as local processes
@@ -248,32 +244,28 @@ func (p *chartProcess) stop() {
 // serves once the mounted files are refreshed as kubelet does.
 func expectRukpakRenewsServingCertificate(ctx context.Context, p *chartProcess) {
 	secretName := p.name + "-tls"
-	ca := secretData(ctx, "olmv1-ca")
-	pair, err := tls.X509KeyPair(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
+	caData := secretData(ctx, "olmv1-ca")
+	ca, err := pki.ParseCA(caData[corev1.TLSCertKey], caData[corev1.TLSPrivateKeyKey])
 	Expect(err).NotTo(HaveOccurred())
-	caCert, err := x509.ParseCertificate(pair.Certificate[0])
-	Expect(err).NotTo(HaveOccurred())
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
+	caCert := ca.Cert
 	dnsName := p.name + "." + chartNamespace + ".svc"
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: p.name},
-		DNSNames:     []string{p.name, p.name + "." + chartNamespace, dnsName, dnsName + ".cluster.local"},
-		NotBefore:    now.Add(-10 * time.Minute),
-		NotAfter:     now.Add(5 * time.Minute), // a third of 15 minutes left: due for renewal
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, pair.PrivateKey)
+	due, err := pki.Issue(pki.Request{
+		Subject:     pkix.Name{CommonName: p.name},
+		DNSNames:    []string{p.name, p.name + "." + chartNamespace, dnsName, dnsName + ".cluster.local"},
+		NotBefore:   now.Add(-10 * time.Minute),
+		NotAfter:    now.Add(5 * time.Minute), // a third of 15 minutes left: due for renewal
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, &ca.KeyPair)
 	Expect(err).NotTo(HaveOccurred())
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	Expect(pki.NeedsRenewal(due.Cert, now)).To(BeTrue())
+	dueKey, err := pki.EncodePKCS8Key(due.Key)
 	Expect(err).NotTo(HaveOccurred())
-	short := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	short := pki.EncodeCert(due.Cert)
 	s, err := env.clientset.CoreV1().Secrets(chartNamespace).Get(ctx, secretName, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = short, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = short, dueKey
 	_, err = env.clientset.CoreV1().Secrets(chartNamespace).Update(ctx, s, metav1.UpdateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -282,10 +274,9 @@ func expectRukpakRenewsServingCertificate(ctx context.Context, p *chartProcess) 
 		s, err := env.clientset.CoreV1().Secrets(chartNamespace).Get(ctx, secretName, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(s.Data[corev1.TLSCertKey]).NotTo(Equal(short), "rukpak has not renewed %s yet", secretName)
-		pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		pair, err := pki.ParseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
 		g.Expect(err).NotTo(HaveOccurred())
-		renewed, err = x509.ParseCertificate(pair.Certificate[0])
-		g.Expect(err).NotTo(HaveOccurred())
+		renewed = pair.Cert
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	Expect(renewed.NotAfter).To(BeTemporally(">", now.Add(300*24*time.Hour)), "renewed for the chart's validity (365 days)")
 	pool := x509.NewCertPool()

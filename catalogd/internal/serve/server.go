@@ -2,15 +2,11 @@ package serve
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
@@ -18,6 +14,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // Server runs the content endpoint. It is a controller-runtime Runnable that runs on every replica
@@ -142,27 +140,25 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
+// selfSigned is the certificate served when no CertFile/KeyFile is configured: self-signed,
+// P-256, valid for a year on localhost, catalogd, 127.0.0.1 and the listen address.
 func selfSigned(addr net.Addr) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "catalogd"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "catalogd"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	now := time.Now()
+	req := pki.Request{
+		Subject:     pkix.Name{CommonName: "catalogd"},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost", "catalogd"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP != nil && !ta.IP.IsUnspecified() {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, ta.IP)
+		req.IPAddresses = append(req.IPAddresses, ta.IP)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	pair, err := pki.Issue(req, nil)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	return pair.TLSCertificate(), nil
 }

@@ -4,7 +4,7 @@
 //
 // The Rotator is a manager Runnable (leader only). Each pass it:
 //   - replaces the CA when it is missing, invalid or has less than a third of its validity left
-//     (certs.CA.NeedsRotation, shared with the bundle-webhook CA); the replaced CA stays in the trust
+//     (pki.NeedsRenewal, shared with the bundle-webhook CA); the replaced CA stays in the trust
 //     bundle (ca.crt of every Secret, caBundle of every APIService) until it expires, so clients trusting
 //     either CA keep working while the kubelet refreshes mounted Secrets;
 //   - patches the caBundle of every named APIService whose certificates differ from the trust bundle
@@ -17,21 +17,12 @@
 package platformcerts
 
 import (
-	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"time"
 
@@ -50,7 +41,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 const (
@@ -98,15 +89,7 @@ type Config struct {
 }
 
 // Clock is the Rotator's time source (a fake in tests).
-type Clock interface {
-	Now() time.Time
-	After(time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type Clock = pki.Clock
 
 // Rotator renews the platform certificates; see the package documentation.
 type Rotator struct {
@@ -128,7 +111,7 @@ func New(cfg Config, cs kubernetes.Interface, dyn dynamic.Interface) *Rotator {
 	if cfg.Validity <= 0 {
 		cfg.Validity = DefaultValidity
 	}
-	return &Rotator{Config: cfg, Client: cs, Dynamic: dyn, Log: logr.Discard(), Clock: realClock{}, WatchSecrets: true}
+	return &Rotator{Config: cfg, Client: cs, Dynamic: dyn, Log: logr.Discard(), Clock: pki.RealClock, WatchSecrets: true}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader rotates.
@@ -141,23 +124,26 @@ func (r *Rotator) Start(ctx context.Context) error {
 	if r.WatchSecrets {
 		triggers = r.watchSecrets(ctx)
 	}
-	for {
-		next, err := r.Check(ctx)
-		wait := min(Recheck, max(0, next.Sub(r.Clock.Now())))
-		if err != nil {
-			r.Log.Error(err, "renewing platform certificates; retrying", "in", Retry)
-			wait = min(wait, Retry)
-		} else {
-			r.Log.V(1).Info("platform certificates up to date", "nextCheck", wait)
+	loop := pki.Loop{Clock: r.Clock, Triggers: triggers, OnTrigger: func() { r.Log.V(1).Info("a platform certificate Secret changed") }}
+	loop.Run(ctx, time.Time{}, r.pass)
+	return nil
+}
+
+// pass runs Check and returns when the next one is due: at most Recheck later, and at most Retry
+// after a failure.
+func (r *Rotator) pass(ctx context.Context) time.Time {
+	next, err := r.Check(ctx)
+	now := r.Clock.Now()
+	next = pki.NextCheck(now, next, Recheck)
+	if err != nil {
+		r.Log.Error(err, "renewing platform certificates; retrying", "in", Retry)
+		if retry := now.Add(Retry); retry.Before(next) {
+			next = retry
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.Clock.After(wait):
-		case <-triggers:
-			r.Log.V(1).Info("a platform certificate Secret changed")
-		}
+		return next
 	}
+	r.Log.V(1).Info("platform certificates up to date", "nextCheck", next.Sub(now))
+	return next
 }
 
 // watchSecrets watches each named Secret (a field selector on its name, so that list/watch by
@@ -208,11 +194,11 @@ func (r *Rotator) Check(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return now.Add(Retry), err
 	}
-	due(ca.RotateAt())
+	due(pki.RenewAt(ca.Cert))
 	for _, c := range bundle[1:] {
 		due(c.NotAfter) // drop a replaced CA once it expired
 	}
-	bundlePEM := encodeCerts(bundle)
+	bundlePEM := pki.EncodeCerts(bundle)
 	var errs []error
 	for _, name := range r.APIServices {
 		if err := r.injectCABundle(ctx, name, bundle, bundlePEM); err != nil {
@@ -232,7 +218,7 @@ func (r *Rotator) Check(ctx context.Context) (time.Time, error) {
 
 // ensureCA returns the current CA and the trust bundle (the CA, then replaced CAs not yet expired),
 // replacing the CA and rewriting its Secret as needed.
-func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*certs.CA, []*x509.Certificate, error) {
+func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*pki.CA, []*x509.Certificate, error) {
 	ref := r.CASecret
 	secrets := r.Client.CoreV1().Secrets(ref.Namespace)
 	s, err := secrets.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -243,19 +229,19 @@ func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*certs.CA, []*x5
 		return nil, nil, fmt.Errorf("reading the CA Secret %s: %w", ref, err)
 	}
 	var (
-		current  *certs.CA
+		current  *pki.CA
 		previous []*x509.Certificate
 		reason   string
 	)
 	if s == nil {
 		reason = "missing"
 	} else {
-		if current, err = parseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
-			reason = err.Error()
-		} else if current.NeedsRotation(now) {
+		if current, err = pki.ParseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			reason = "invalid " + err.Error() // e.g. "invalid CA key: …"
+		} else if pki.NeedsRenewal(current.Cert, now) {
 			reason = fmt.Sprintf("less than a third of its validity left (notAfter %s)", current.Cert.NotAfter.UTC().Format(time.RFC3339))
 		}
-		for _, c := range parseCerts(s.Data[CABundleKey]) {
+		for _, c := range pki.ParseCerts(s.Data[CABundleKey]) {
 			if c.IsCA && now.Before(c.NotAfter) && (current == nil || !c.Equal(current.Cert)) && !containsCert(previous, c) {
 				previous = append(previous, c)
 			}
@@ -265,21 +251,23 @@ func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*certs.CA, []*x5
 		if current != nil && now.Before(current.Cert.NotAfter) && !containsCert(previous, current.Cert) {
 			previous = append([]*x509.Certificate{current.Cert}, previous...)
 		}
-		certPEM, keyPEM, err := certs.GenerateCA(CACommonName, now.Add(-backdate), r.Validity)
+		certPEM, keyPEM, err := pki.GenerateCA(CACommonName, now.Add(-backdate), r.Validity)
 		if err != nil {
 			return nil, nil, err
 		}
-		if current, err = certs.ParseCA(certPEM, keyPEM); err != nil {
+		if current, err = pki.ParseCA(certPEM, keyPEM); err != nil {
 			return nil, nil, err
 		}
 	}
 	bundle := append([]*x509.Certificate{current.Cert}, previous...)
-	if reason == "" && s != nil && sameCerts(parseCerts(s.Data[CABundleKey]), bundle) {
+	if reason == "" && s != nil && sameCerts(pki.ParseCerts(s.Data[CABundleKey]), bundle) {
 		return current, bundle, nil
 	}
-	data := map[string][]byte{corev1.TLSCertKey: current.CertPEM, CABundleKey: encodeCerts(bundle)}
+	data := map[string][]byte{corev1.TLSCertKey: pki.EncodeCert(current.Cert), CABundleKey: pki.EncodeCerts(bundle)}
 	if reason != "" {
-		data[corev1.TLSPrivateKeyKey] = encodeKey(current.Key)
+		if data[corev1.TLSPrivateKeyKey], err = pki.EncodePKCS8Key(current.Key); err != nil {
+			return nil, nil, err
+		}
 	}
 	what := "trust bundle updated (replaced CAs that expired dropped)"
 	if reason != "" {
@@ -295,7 +283,7 @@ func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*certs.CA, []*x5
 }
 
 // ensureServing renews the serving Secret when needed and returns when it is due next.
-func (r *Rotator) ensureServing(ctx context.Context, ss ServingSecret, ca *certs.CA, bundle []*x509.Certificate, bundlePEM []byte, now time.Time) (time.Time, error) {
+func (r *Rotator) ensureServing(ctx context.Context, ss ServingSecret, ca *pki.CA, bundle []*x509.Certificate, bundlePEM []byte, now time.Time) (time.Time, error) {
 	secrets := r.Client.CoreV1().Secrets(ss.Namespace)
 	s, err := secrets.Get(ctx, ss.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -310,13 +298,13 @@ func (r *Rotator) ensureServing(ctx context.Context, ss ServingSecret, ca *certs
 		leaf, reason = servingProblem(s, ss.DNSNames, ca, now)
 	}
 	if reason == "" {
-		if !sameCerts(parseCerts(s.Data[CABundleKey]), bundle) {
+		if !sameCerts(pki.ParseCerts(s.Data[CABundleKey]), bundle) {
 			if s, err = r.writeSecret(ctx, ss.SecretRef, s, corev1.SecretTypeTLS, map[string][]byte{CABundleKey: bundlePEM}); err != nil {
 				return time.Time{}, fmt.Errorf("updating ca.crt of %s: %w", ss.SecretRef, err)
 			}
 			r.Log.Info("serving Secret's ca.crt updated", "secret", ss.SecretRef.String(), "trusted", len(bundle))
 		}
-		return renewAt(leaf), nil
+		return pki.RenewAt(leaf), nil
 	}
 	certPEM, keyPEM, leaf, err := issueServing(ca, ss.DNSNames, now, r.Validity)
 	if err != nil {
@@ -329,19 +317,16 @@ func (r *Rotator) ensureServing(ctx context.Context, ss ServingSecret, ca *certs
 	}
 	r.Log.Info("serving certificate renewed", "secret", ss.SecretRef.String(), "reason", reason, "notAfter", leaf.NotAfter)
 	r.event(s, "ServingCertificateRenewed", fmt.Sprintf("serving certificate renewed (%s); valid until %s", reason, leaf.NotAfter.UTC().Format(time.RFC3339)))
-	return renewAt(leaf), nil
+	return pki.RenewAt(leaf), nil
 }
 
 // servingProblem returns the Secret's certificate and why it must be renewed ("" when it is fine).
-func servingProblem(s *corev1.Secret, dnsNames []string, ca *certs.CA, now time.Time) (*x509.Certificate, string) {
-	pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+func servingProblem(s *corev1.Secret, dnsNames []string, ca *pki.CA, now time.Time) (*x509.Certificate, string) {
+	pair, err := pki.ParseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return nil, "invalid key pair: " + err.Error()
+		return nil, err.Error()
 	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, "invalid certificate: " + err.Error()
-	}
+	leaf := pair.Cert
 	if err := leaf.CheckSignatureFrom(ca.Cert); err != nil {
 		return leaf, "not signed by the current CA"
 	}
@@ -353,49 +338,27 @@ func servingProblem(s *corev1.Secret, dnsNames []string, ca *certs.CA, now time.
 	if now.Before(leaf.NotBefore) {
 		return leaf, "not valid yet"
 	}
-	if !now.Before(renewAt(leaf)) {
+	if pki.NeedsRenewal(leaf, now) {
 		return leaf, fmt.Sprintf("less than a third of its validity left (notAfter %s)", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return leaf, ""
 }
 
-// renewAt is when a certificate has a third of its validity left.
-func renewAt(c *x509.Certificate) time.Time {
-	return (&certs.CA{Cert: c}).RotateAt()
-}
-
 // issueServing signs a new P-256 serving certificate for dnsNames, valid for validity but not beyond
-// the CA.
-func issueServing(ca *certs.CA, dnsNames []string, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// the CA; the key is PKCS#8.
+func issueServing(ca *pki.CA, dnsNames []string, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
 	notAfter := now.Add(validity)
 	if ca.Cert.NotAfter.Before(notAfter) {
 		notAfter = ca.Cert.NotAfter
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: dnsNames[0]},
-		DNSNames:     dnsNames,
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	pair, err := pki.Issue(pki.ServingRequest(dnsNames, now.Add(-backdate), notAfter), &ca.KeyPair)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if leaf, err = x509.ParseCertificate(der); err != nil {
+	if keyPEM, err = pki.EncodePKCS8Key(pair.Key); err != nil {
 		return nil, nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), encodeKey(key), leaf, nil
+	return pki.EncodeCert(pair.Cert), keyPEM, pair.Cert, nil
 }
 
 // writeSecret sets data in the Secret (creating it when s is nil), keeping its other keys, labels and
@@ -433,7 +396,7 @@ func (r *Rotator) injectCABundle(ctx context.Context, name string, bundle []*x50
 		return fmt.Errorf("reading APIService %s: %w", name, err)
 	}
 	cur, _, _ := unstructured.NestedString(as.Object, "spec", "caBundle")
-	if pemBytes, err := base64.StdEncoding.DecodeString(cur); err == nil && sameCerts(parseCerts(pemBytes), bundle) {
+	if pemBytes, err := base64.StdEncoding.DecodeString(cur); err == nil && sameCerts(pki.ParseCerts(pemBytes), bundle) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"caBundle": bundlePEM}}) // []byte marshals as base64
@@ -453,78 +416,6 @@ func (r *Rotator) event(obj runtime.Object, reason, msg string) {
 	if r.Recorder != nil && obj != nil {
 		r.Recorder.Event(obj, corev1.EventTypeNormal, reason, msg)
 	}
-}
-
-// parseCA reads a CA certificate and its private key; the key may be PKCS#8 (what rukpak writes),
-// PKCS#1 RSA (what the chart's genCA writes) or SEC 1 EC.
-func parseCA(certPEM, keyPEM []byte) (*certs.CA, error) {
-	cs := parseCerts(certPEM)
-	if len(cs) == 0 {
-		return nil, errors.New("invalid CA: no certificate")
-	}
-	cert := cs[0]
-	if !cert.IsCA {
-		return nil, errors.New("invalid CA: not a CA certificate")
-	}
-	kb, _ := pem.Decode(keyPEM)
-	if kb == nil {
-		return nil, errors.New("invalid CA: no PEM private key")
-	}
-	var key any
-	var err error
-	switch kb.Type {
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(kb.Bytes)
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(kb.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(kb.Bytes)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("invalid CA key: %w", err)
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("invalid CA key: %T cannot sign", key)
-	}
-	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
-		return nil, errors.New("invalid CA: the key does not match the certificate")
-	}
-	return &certs.CA{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), Key: signer}, nil
-}
-
-func encodeKey(k crypto.Signer) []byte {
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		panic(err) // only keys this package generated or parsed reach here
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
-// parseCerts returns the certificates in a PEM bundle, skipping what does not parse.
-func parseCerts(b []byte) []*x509.Certificate {
-	var out []*x509.Certificate
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return out
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
-			out = append(out, c)
-		}
-	}
-}
-
-func encodeCerts(cs []*x509.Certificate) []byte {
-	var buf bytes.Buffer
-	for _, c := range cs {
-		_ = pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-	}
-	return buf.Bytes()
 }
 
 // sameCerts compares two bundles as ordered lists of certificates (PEM formatting aside).

@@ -24,7 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 const (
@@ -41,24 +41,23 @@ var (
 )
 
 // chartCA makes a CA the way the chart's genCA does: RSA 2048, PKCS#1 key, valid from notBefore.
-func chartCA(t *testing.T, notBefore time.Time, validity time.Duration) (certPEM, keyPEM []byte, ca *certs.CA) {
+func chartCA(t *testing.T, notBefore time.Time, validity time.Duration) (certPEM, keyPEM []byte, ca *pki.CA) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
+	pair, err := pki.Issue(pki.Request{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "olmv1-ca"},
 		NotBefore: notBefore, NotAfter: notBefore.Add(validity),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, Key: key,
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	ca, err = parseCA(certPEM, keyPEM)
+	certPEM = pki.EncodeCert(pair.Cert)
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: pki.PKCS1RSAKeyBlock, Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	ca, err = pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +132,7 @@ func (f *fixture) caBundle(t *testing.T) []*x509.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseCerts(b)
+	return pki.ParseCerts(b)
 }
 
 // writes returns the verb and resource of every request that changed something since the last
@@ -210,7 +209,7 @@ func verifies(t *testing.T, s *corev1.Secret, roots ...*x509.Certificate) *x509.
 	for _, r := range roots {
 		pool.AddCert(r)
 	}
-	leaf := parseCerts(s.Data["tls.crt"])[0]
+	leaf := pki.ParseCerts(s.Data["tls.crt"])[0]
 	for _, n := range dnsNames {
 		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: n, CurrentTime: leaf.NotBefore.Add(backdate)}); err != nil {
 			t.Errorf("%s: serving certificate for %s: %v", s.Name, n, err)
@@ -241,10 +240,10 @@ func TestLeavesValidCertificatesAlone(t *testing.T) {
 		t.Errorf("events without changes: %v", e)
 	}
 	// Close to the serving certificate's threshold, the next check is due exactly then.
-	leaf := parseCerts(f.secret(t, tlsName).Data["tls.crt"])[0]
-	f.clock.set(renewAt(leaf).Add(-time.Minute))
-	if next := f.check(t); !next.Equal(renewAt(leaf)) {
-		t.Errorf("next check %v, want the serving certificate's renewal time %v", next, renewAt(leaf))
+	leaf := pki.ParseCerts(f.secret(t, tlsName).Data["tls.crt"])[0]
+	f.clock.set(pki.RenewAt(leaf).Add(-time.Minute))
+	if next := f.check(t); !next.Equal(pki.RenewAt(leaf)) {
+		t.Errorf("next check %v, want the serving certificate's renewal time %v", next, pki.RenewAt(leaf))
 	}
 	if w := f.writes(t); len(w) > 0 {
 		t.Errorf("expected no writes, got %v", w)
@@ -260,12 +259,12 @@ func TestRenewsServingCertificateNearExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.install(t, caPEM, caKey, crt, key)
-	f.clock.set(renewAt(old).Add(-time.Second))
+	f.clock.set(pki.RenewAt(old).Add(-time.Second))
 	f.check(t)
 	if w := f.writes(t); len(w) > 0 {
 		t.Fatalf("a third of the validity left plus a second: expected no writes, got %v", w)
 	}
-	f.clock.set(renewAt(old).Add(time.Second))
+	f.clock.set(pki.RenewAt(old).Add(time.Second))
 	next := f.check(t)
 	if w := f.writes(t); strings.Join(w, ";") != "update secrets" {
 		t.Errorf("expected exactly one Secret update (the serving Secret), got %v", w)
@@ -291,22 +290,22 @@ func TestRenewsServingCertificateNearExpiry(t *testing.T) {
 
 func TestRenewsCAAndReissuesServingCertificates(t *testing.T) {
 	f := newFixture(t, 30*day)
-	oldCA := parseCerts(f.caPEM)[0]
-	oldLeaf := parseCerts(f.secret(t, tlsName).Data["tls.crt"])[0]
+	oldCA := pki.ParseCerts(f.caPEM)[0]
+	oldLeaf := pki.ParseCerts(f.secret(t, tlsName).Data["tls.crt"])[0]
 	f.clearActions()
 
 	// Past the CA's threshold (a third of 30 days left).
 	f.clock.set(t0.Add(21 * day))
 	next := f.check(t)
 	caSecret := f.secret(t, caName)
-	newCA, err := parseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+	newCA, err := pki.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
 	if err != nil {
 		t.Fatalf("the new CA Secret does not hold a usable CA: %v", err)
 	}
 	if newCA.Cert.Equal(oldCA) {
 		t.Fatal("CA not replaced")
 	}
-	bundle := parseCerts(caSecret.Data["ca.crt"])
+	bundle := pki.ParseCerts(caSecret.Data["ca.crt"])
 	if !sameCerts(bundle, []*x509.Certificate{newCA.Cert, oldCA}) {
 		t.Errorf("CA Secret ca.crt: %v, want the new CA then the old one", subjects(bundle))
 	}
@@ -318,8 +317,8 @@ func TestRenewsCAAndReissuesServingCertificates(t *testing.T) {
 	if leaf.Equal(oldLeaf) {
 		t.Error("serving certificate not re-issued under the new CA")
 	}
-	if !sameCerts(parseCerts(s.Data["ca.crt"]), bundle) {
-		t.Errorf("serving Secret ca.crt %v", subjects(parseCerts(s.Data["ca.crt"])))
+	if !sameCerts(pki.ParseCerts(s.Data["ca.crt"]), bundle) {
+		t.Errorf("serving Secret ca.crt %v", subjects(pki.ParseCerts(s.Data["ca.crt"])))
 	}
 	// Clients that trust the bundle accept the old certificate too (pods still serving it).
 	pool := x509.NewCertPool()
@@ -353,14 +352,14 @@ func TestRenewsCAAndReissuesServingCertificates(t *testing.T) {
 	f.clock.set(oldCA.NotAfter.Add(time.Second))
 	f.check(t)
 	only := []*x509.Certificate{newCA.Cert}
-	if got := parseCerts(f.secret(t, caName).Data["ca.crt"]); !sameCerts(got, only) {
+	if got := pki.ParseCerts(f.secret(t, caName).Data["ca.crt"]); !sameCerts(got, only) {
 		t.Errorf("CA Secret ca.crt after the old CA expired: %v", subjects(got))
 	}
 	if got := f.caBundle(t); !sameCerts(got, only) {
 		t.Errorf("APIService caBundle after the old CA expired: %v", subjects(got))
 	}
 	s2 := f.secret(t, tlsName)
-	if got := parseCerts(s2.Data["ca.crt"]); !sameCerts(got, only) {
+	if got := pki.ParseCerts(s2.Data["ca.crt"]); !sameCerts(got, only) {
 		t.Errorf("serving ca.crt after the old CA expired: %v", subjects(got))
 	}
 	if string(s2.Data["tls.crt"]) != string(s.Data["tls.crt"]) || string(s2.Data["tls.key"]) != string(s.Data["tls.key"]) {
@@ -389,7 +388,7 @@ func TestPatchesAPIServiceCABundle(t *testing.T) {
 	if w := f.writes(t); strings.Join(w, ";") != "patch apiservices" {
 		t.Errorf("writes %v, want one APIService patch", w)
 	}
-	if got := f.caBundle(t); !sameCerts(got, parseCerts(f.caPEM)) {
+	if got := f.caBundle(t); !sameCerts(got, pki.ParseCerts(f.caPEM)) {
 		t.Errorf("caBundle %v, want the CA", subjects(got))
 	}
 	if e := f.events(); len(e) != 1 || !strings.Contains(e[0], "CABundleInjected") {
@@ -421,7 +420,7 @@ func (f *fixture) replaceServingWithForeignCA(t *testing.T) {
 
 func TestReplacesMissingOrForeignCertificates(t *testing.T) {
 	f := newFixture(t, 30*day)
-	ca, _ := parseCA(f.secret(t, caName).Data["tls.crt"], f.secret(t, caName).Data["tls.key"])
+	ca, _ := pki.ParseCA(f.secret(t, caName).Data["tls.crt"], f.secret(t, caName).Data["tls.key"])
 	// A certificate of another CA, for the right names, still valid.
 	f.replaceServingWithForeignCA(t)
 	f.r.Serving = append(f.r.Serving, ServingSecret{SecretRef: SecretRef{Namespace: ns, Name: "rukpak-tls"}, DNSNames: []string{"rukpak.olmv1-system.svc"}})
@@ -429,7 +428,7 @@ func TestReplacesMissingOrForeignCertificates(t *testing.T) {
 	f.check(t)
 	verifies(t, f.secret(t, tlsName), ca.Cert)
 	r := f.secret(t, "rukpak-tls")
-	if r.Type != corev1.SecretTypeTLS || len(parseCerts(r.Data["tls.crt"])) != 1 || r.Labels["app.kubernetes.io/managed-by"] != "rukpak" {
+	if r.Type != corev1.SecretTypeTLS || len(pki.ParseCerts(r.Data["tls.crt"])) != 1 || r.Labels["app.kubernetes.io/managed-by"] != "rukpak" {
 		t.Errorf("missing serving Secret not created as a labelled kubernetes.io/tls Secret: %v", r)
 	}
 	if w := f.writes(t); strings.Join(w, ";") != "update secrets;create secrets" {
@@ -452,7 +451,7 @@ func TestCreatesCAWhenMissing(t *testing.T) {
 	f.clearActions()
 	f.check(t)
 	s := f.secret(t, caName)
-	ca, err := parseCA(s.Data["tls.crt"], s.Data["tls.key"])
+	ca, err := pki.ParseCA(s.Data["tls.crt"], s.Data["tls.key"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +475,7 @@ func TestStartSleepsUntilDue(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.install(t, caPEM, caKey, crt, key)
-	f.clock.set(renewAt(leaf).Add(-30 * time.Minute))
+	f.clock.set(pki.RenewAt(leaf).Add(-30 * time.Minute))
 	done := make(chan error)
 	go func() { done <- f.r.Start(ctx) }()
 
@@ -487,7 +486,7 @@ func TestStartSleepsUntilDue(t *testing.T) {
 	if got := string(f.secret(t, tlsName).Data["tls.crt"]); got != string(crt) {
 		t.Fatal("renewed too early")
 	}
-	f.clock.set(renewAt(leaf))
+	f.clock.set(pki.RenewAt(leaf))
 	w.fire <- f.clock.Now()
 	w = f.clock.nextWait(t) // the pass after waking has finished
 	if got := f.secret(t, tlsName).Data["tls.crt"]; string(got) == string(crt) {
@@ -518,7 +517,7 @@ func TestStartRunsAPassWhenTriggered(t *testing.T) {
 	f.replaceServingWithForeignCA(t)
 	triggers <- struct{}{}
 	f.clock.nextWait(t) // the triggered pass has finished
-	ca, err := parseCA(f.secret(t, caName).Data["tls.crt"], f.secret(t, caName).Data["tls.key"])
+	ca, err := pki.ParseCA(f.secret(t, caName).Data["tls.crt"], f.secret(t, caName).Data["tls.key"])
 	if err != nil {
 		t.Fatal(err)
 	}

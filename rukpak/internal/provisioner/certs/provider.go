@@ -5,6 +5,10 @@
 //
 // Every provider ends with a Secret named SecretName(service) holding tls.crt and tls.key in the
 // Service's namespace; the registry+v1 renderer mounts it into the webhook's Deployment.
+//
+// The self-signed provider's CA lives in the Secret WebhookCASecretName; CARotator (webhookca.go),
+// the one part of this package that talks to the cluster, creates and rotates it. Certificate
+// mechanics (issue, parse, encode, when to renew) are rukpak/pkg/pki's.
 package certs
 
 import (

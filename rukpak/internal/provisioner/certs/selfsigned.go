@@ -1,16 +1,10 @@
 package certs
 
 import (
-	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -21,76 +15,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
-// CA is the certificate authority the self-signed provider signs serving certificates with.
-type CA struct {
-	Cert    *x509.Certificate
-	CertPEM []byte
-	Key     crypto.Signer
-	keyDER  []byte
-}
+// CA is the certificate authority the self-signed provider signs serving certificates with
+// (pki.ParseCA reads it).
+type CA = pki.CA
 
-// GenerateCA creates a new Ed25519 CA valid from notBefore for validity, returned as PEM. The
-// controller stores it (e.g. in a Secret of rukpak's namespace) and rotates it by generating a new
-// one before NotAfter; every serving certificate follows on the next render.
+// GenerateCA is pki.GenerateCA: a new Ed25519 CA as PEM. The controller stores it (the webhook CA
+// Secret, see CARotator) and rotates it before NotAfter; every serving certificate follows on the next
+// render.
 func GenerateCA(commonName string, notBefore time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.Add(validity),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, priv)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+	return pki.GenerateCA(commonName, notBefore, validity)
 }
 
-// ParseCA reads a CA certificate and its PKCS#8 private key from PEM.
-func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
-	cb, _ := pem.Decode(certPEM)
-	if cb == nil || cb.Type != "CERTIFICATE" {
-		return nil, errors.New("CA certificate: no PEM CERTIFICATE block")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-	if !cert.IsCA {
-		return nil, errors.New("CA certificate: not a CA (basicConstraints CA:TRUE missing)")
-	}
-	kb, _ := pem.Decode(keyPEM)
-	if kb == nil {
-		return nil, errors.New("CA key: no PEM block")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("CA key: %w", err)
-	}
-	signer, ok := k.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("CA key: %T cannot sign", k)
-	}
-	return &CA{Cert: cert, CertPEM: certPEM, Key: signer, keyDER: kb.Bytes}, nil
-}
+// ParseCA is pki.ParseCA.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) { return pki.ParseCA(certPEM, keyPEM) }
 
 // SelfSigned signs serving certificates with a CA it is given. Rendering stays a pure function: the
 // serving key is derived from the CA key and the Service name, and the certificate takes its validity
@@ -152,18 +93,6 @@ func (s *SelfSigned) snapshot() (*CA, []byte, error) {
 	return s.ca, s.trustBundle(), nil
 }
 
-// NeedsRotation reports whether the CA should be replaced at now: from RotateAt on, when a third of
-// its validity is left (or when it is not valid yet or any more).
-func (ca *CA) NeedsRotation(now time.Time) bool {
-	return now.Before(ca.Cert.NotBefore) || !now.Before(ca.RotateAt())
-}
-
-// RotateAt is when the CA starts to need rotation (NeedsRotation): when a third of its validity is
-// left.
-func (ca *CA) RotateAt() time.Time {
-	return ca.Cert.NotAfter.Add(-ca.Cert.NotAfter.Sub(ca.Cert.NotBefore) / 3)
-}
-
 // trustBundle is the current CA followed by the previous ones, as concatenated PEM (s.mu held).
 func (s *SelfSigned) trustBundle() []byte {
 	out := append([]byte(nil), s.ca.CertPEM...)
@@ -222,9 +151,11 @@ func (s *SelfSigned) CAInjection(Service) (Injection, error) {
 	return Injection{CABundle: bundle}, nil
 }
 
+// servingCert issues the serving certificate of svc, deterministically: its key is derived from the
+// CA key and the Service, its serial from the same seed, and its validity is the CA's.
 func servingCert(ca *CA, svc Service) (certPEM, keyPEM []byte, err error) {
 	seed := sha256.New()
-	seed.Write(ca.keyDER)
+	seed.Write(ca.KeyDER())
 	seed.Write(ca.Cert.Raw)
 	seed.Write([]byte(svc.Namespace + "/" + svc.Name))
 	base := seed.Sum(nil)
@@ -234,26 +165,16 @@ func servingCert(ca *CA, svc Service) (certPEM, keyPEM []byte, err error) {
 		return nil, nil, err
 	}
 	serialSum := sha256.Sum256(append([]byte("serial:"), base...))
-	serial := new(big.Int).SetBytes(serialSum[:16])
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: svc.DNSNames()[0]},
-		DNSNames:     svc.DNSNames(),
-		NotBefore:    ca.Cert.NotBefore,
-		NotAfter:     ca.Cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	req := pki.ServingRequest(svc.DNSNames(), ca.Cert.NotBefore, ca.Cert.NotAfter)
+	req.SerialNumber, req.Key = new(big.Int).SetBytes(serialSum[:16]), key
+	leaf, err := pki.Issue(req, &ca.KeyPair)
 	if err != nil {
 		return nil, nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if keyPEM, err = pki.EncodeECKey(key); err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return pki.EncodeCert(leaf.Cert), keyPEM, nil
 }
 
 // deriveP256Key turns a seed into a valid P-256 private scalar, trying successive counters until

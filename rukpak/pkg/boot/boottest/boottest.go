@@ -4,19 +4,16 @@
 package boottest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // WriteSecretVolume writes files (path → content) into dir as kubelet updates a Secret volume: the
@@ -55,27 +52,21 @@ func WriteSecretVolume(dir string, files map[string][]byte) error {
 
 // SelfSignedServing returns a PEM certificate and EC key for cn, valid for an hour on 127.0.0.1.
 func SelfSignedServing(cn string) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	pair, err := pki.Issue(pki.Request{
+		Subject:     pkix.Name{CommonName: cn},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	if keyPEM, err = pki.EncodeECKey(pair.Key); err != nil {
 		return nil, nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return pki.EncodeCert(pair.Cert), keyPEM, nil
 }
 
 // RotateServingCert writes a new self-signed tls.crt/tls.key for cn into the Secret volume dir.

@@ -1,0 +1,54 @@
+package pki
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+)
+
+// PEM block types written by this package.
+const (
+	CertificateBlock = "CERTIFICATE"
+	PKCS8KeyBlock    = "PRIVATE KEY"
+	ECKeyBlock       = "EC PRIVATE KEY"
+	PKCS1RSAKeyBlock = "RSA PRIVATE KEY"
+)
+
+// EncodeCert returns c as a PEM CERTIFICATE block.
+func EncodeCert(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: CertificateBlock, Bytes: c.Raw})
+}
+
+// EncodeCerts returns a trust bundle: each certificate as a PEM CERTIFICATE block, in order.
+func EncodeCerts(cs []*x509.Certificate) []byte {
+	var buf bytes.Buffer
+	for _, c := range cs {
+		buf.Write(EncodeCert(c))
+	}
+	return buf.Bytes()
+}
+
+// EncodePKCS8Key returns k as a PEM PKCS#8 PRIVATE KEY block (any key type).
+func EncodePKCS8Key(k crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: PKCS8KeyBlock, Bytes: der}), nil
+}
+
+// EncodeECKey returns an ECDSA key as a PEM SEC 1 EC PRIVATE KEY block.
+func EncodeECKey(k crypto.Signer) ([]byte, error) {
+	ek, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("an %s block holds an ECDSA key, not %T", ECKeyBlock, k)
+	}
+	der, err := x509.MarshalECPrivateKey(ek)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: ECKeyBlock, Bytes: der}), nil
+}
