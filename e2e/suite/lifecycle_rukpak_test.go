@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,11 +19,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
-// Lifecycle controls of BundleDeployments (issue 21): pause, progress deadline with Rollback, and
-// drift correction that leaves other field managers' fields alone, against the local control plane
-// (kwok nodes make schedulable Deployments Available).
+// Lifecycle controls of BundleDeployments (issue 21): pause, progress deadline with Rollback, drift
+// correction that leaves other field managers' fields alone, and a Helm chart following the
+// ConfigMap its valuesFrom names, against the local control plane (kwok nodes make schedulable
+// Deployments Available).
+
+// lcValuesPrompt bounds how long a change of a valuesFrom ConfigMap may take to become a revision:
+// much less than rukpak's 30 s re-check, so only the watch of the ConfigMap (controller.ValuesWatch)
+// can meet it.
+const lcValuesPrompt = 15 * time.Second
 
 // lcConfigMap is a plain ConfigMap manifest.
 func lcConfigMap(name, value string) string {
@@ -210,5 +218,57 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 		got := &rukpakv1alpha1.BundleDeployment{}
 		Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
+	})
+
+	It("installs a new revision promptly when only a valuesFrom ConfigMap changes", func(ctx SpecContext) {
+		const name = "e2e-lifecycle-values"
+		ns := createNamespace(ctx, "e2e-lc-values-")
+		img, err := imagebuild.HelmChartArtifact(filepath.Join(env.repoRoot, "e2e", "testdata", "helm-greeter"))
+		Expect(err).NotTo(HaveOccurred())
+		ref := env.registry.Addr + "/charts/greeter-lifecycle:0.1.0"
+		_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+		Expect(err).NotTo(HaveOccurred())
+		values := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "greeter-values"},
+			Data:       map[string]string{"values.yaml": "greeting: first\n"},
+		}
+		Expect(c.Create(ctx, values)).To(Succeed())
+		newBD(ctx, name, ns, ref, func(bd *rukpakv1alpha1.BundleDeployment) {
+			bd.Spec.ProvisionerClassName = rukpakv1alpha1.ProvisionerHelm
+			bd.Spec.Config = &rukpakv1alpha1.BundleConfig{
+				ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: values.Name}},
+			}
+		})
+		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
+		Expect(got.Status.History).To(HaveLen(1))
+		first := got.Status.History[0]
+		Expect(first.ChartVersion).To(Equal("0.1.0"))
+		Expect(first.ValuesHash).To(HavePrefix("sha256:"))
+		Expect(getCM(ctx, ns, name+"-settings")).To(HaveKeyWithValue("greeting", "first"))
+		generation := got.Generation
+
+		By("changing the ConfigMap, and nothing else")
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(values), values)).To(Succeed())
+		values.Data["values.yaml"] = "greeting: second\n"
+		Expect(c.Update(ctx, values)).To(Succeed())
+		changed := time.Now()
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)), "Installed: %v", meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeInstalled))
+			g.Expect(getCM(ctx, ns, name+"-settings")).To(HaveKeyWithValue("greeting", "second"))
+		}).WithContext(ctx).WithTimeout(lcValuesPrompt).WithPolling(100 * time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("valuesFrom ConfigMap changed: revision 2 installed with the new value %s later (bound %s, re-check 30s)\n",
+			time.Since(changed).Round(10*time.Millisecond), lcValuesPrompt)
+
+		Expect(got.Generation).To(Equal(generation), "the BundleDeployment itself did not change")
+		Expect(got.Status.History).To(HaveLen(2))
+		newest := got.Status.History[0]
+		Expect(newest.Revision).To(Equal(int64(2)))
+		Expect(newest.ChartVersion).To(Equal("0.1.0"))
+		Expect(newest.ValuesHash).To(HavePrefix("sha256:"))
+		Expect(newest.ValuesHash).NotTo(Equal(first.ValuesHash), "the new values are a new valuesHash")
+		Expect(got.Status.History[1].ValuesHash).To(Equal(first.ValuesHash))
+		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, time.Minute)
 	})
 })

@@ -2,7 +2,8 @@
 // checkHealth, then the Unpacked, Installed and Healthy conditions are set in one place and the
 // status is patched once (only when it changed). Several BundleDeployments are reconciled at once
 // (MaxConcurrentReconciles); applied objects and the EndpointSlices of webhook Services are watched
-// through the label-scoped cache (Watches); Metrics documents rukpak's Prometheus metrics.
+// through the label-scoped cache (Watches); release records, metadata only, on a cache of their own
+// (release_watch.go); Metrics documents rukpak's Prometheus metrics.
 package controller
 
 import (
@@ -21,11 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
@@ -88,6 +91,9 @@ type BundleDeploymentReconciler struct {
 	MaxConcurrentReconciles int
 	// Metrics records step durations, condition counts and revisions (optional).
 	Metrics *Metrics
+	// RateLimiter spaces the retries of failed reconciles (default: controller-runtime's, per
+	// BundleDeployment doubling from 5 ms up to 1000 s).
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 
 	// resync feeds ResyncAll's events to the controller.
 	resync chan event.GenericEvent

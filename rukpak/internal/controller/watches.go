@@ -122,7 +122,7 @@ func ownerRequest(_ context.Context, o client.Object) []reconcile.Request {
 func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundledeployment").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles), RateLimiter: r.RateLimiter}).
 		For(&rukpakv1alpha1.BundleDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Build(r)
@@ -133,6 +133,9 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), triggers: r.triggers, seen: map[schema.GroupVersionKind]bool{}}
 	r.resync = make(chan event.GenericEvent)
 	if err := c.Watch(source.Channel(r.resync, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	if err := r.watchReleaseRecords(mgr, c); err != nil {
 		return err
 	}
 	if r.ValuesWatch != nil {

@@ -115,6 +115,9 @@ func run(m *testing.M) int {
 		Recorder:  mgr.GetEventRecorderFor("rukpak"),
 		// As rukpak runs by default: several BundleDeployments at once (TestConcurrentInstalls).
 		MaxConcurrentReconciles: 8,
+		// controller-runtime's back-off, except for the BundleDeployments a test slows down
+		// (release_watch_test.go).
+		RateLimiter: retries,
 	}
 	reconciler = r
 	if err := r.SetupWithManager(mgr); err != nil {
