@@ -11,8 +11,8 @@ package apply
 //     kubectl label secret -n <namespace> <secret> owner=rukpak-set-aside --overwrite
 //     (rukpak and `helm history` then no longer read it, and rukpak numbers its next revision past it);
 //   - or delete it (after `kubectl get secret -o yaml` if it is worth keeping).
-// The next reconcile (a retry with back-off, or at once when the BundleDeployment changes, e.g. is
-// annotated) records a new revision from spec, numbered after the newest remaining record and
+// The next reconcile (at once: the controller watches release records and reconciles a
+// BundleDeployment stuck on one) records a new revision from spec, numbered after the newest remaining record and
 // past any record set aside (a deleted record's number is used again), and adopts the existing objects that carry the BundleDeployment's owner labels (their UIDs stay);
 // without a readable deployed revision it is an install, so it prunes nothing: an object only the
 // lost record listed stays in place.
@@ -64,7 +64,7 @@ func (e *CorruptReleaseError) Error() string {
 	}
 	fmt.Fprintf(&b, ". rukpak does not know what that revision installed, so it changes nothing and leaves the installed objects running until the record is dealt with: "+
 		"keep it for inspection with `kubectl label secret %s%s owner=%s --overwrite`, or delete it. "+
-		"At its next attempt (retried with back-off; any change to the BundleDeployment, an annotation too, starts one at once) "+
+		"As soon as it is set aside or deleted (rukpak watches release records) "+
 		"rukpak records the next revision from spec and adopts the objects that carry this BundleDeployment's owner labels",
 		ns, e.Secret, SetAsideOwner)
 	return b.String()
