@@ -58,3 +58,8 @@ func isAnchorName(s string) bool {
 	}
 	return true
 }
+
+// isAnchorChar: go-yaml v2 spells anchor and alias names with [0-9A-Za-z_-].
+func isAnchorChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
+}
