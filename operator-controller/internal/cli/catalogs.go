@@ -71,6 +71,9 @@ tag for new content at that interval. With --wait, waits until the Catalog is se
 }
 
 // waitCatalogServing prints the Catalog's condition changes until it serves its current generation.
+// A paused Catalog (Paused=True for its current generation) does not unpack its current spec until
+// it is resumed, so the wait stops there with an error that says so, unless the current generation
+// was unpacked before the pause and is served: that is success, paused or not.
 func (o *options) waitCatalogServing(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
 	last := ""
 	return o.poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
@@ -80,7 +83,12 @@ func (o *options) waitCatalogServing(ctx context.Context, c client.Client, name 
 		}
 		u := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1alpha1.TypeUnpacked)
 		s := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1alpha1.TypeServing)
+		p := currentCondition(cat.Status.Conditions, catalogdv1alpha1.TypePaused, cat.Generation)
+		paused := p != nil && p.Status == metav1.ConditionTrue
 		line := fmt.Sprintf("catalog %s: Unpacked=%s Serving=%s", name, condSummary(u), condSummary(s))
+		if paused {
+			line += " Paused=True"
+		}
 		if line != last {
 			fmt.Fprintln(o.ErrOut, line)
 			last = line
@@ -89,6 +97,10 @@ func (o *options) waitCatalogServing(ctx context.Context, c client.Client, name 
 			return false, line, fmt.Errorf("not served: Unpacked=False reason %s: %s (see kubectl get catalog %s -o yaml)", u.Reason, u.Message, name)
 		}
 		done := u != nil && u.Status == metav1.ConditionTrue && u.ObservedGeneration == cat.Generation && s != nil && s.Status == metav1.ConditionTrue
+		if !done && paused {
+			return false, line, fmt.Errorf("catalog %s is paused (spec.paused), so its current spec (generation %d) is not unpacked until it is resumed: %s; resume it with `kubectl olmv1 catalog resume %s --wait`",
+				name, cat.Generation, p.Message, name)
+		}
 		return done, line, nil
 	})
 }

@@ -221,7 +221,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	for _, path := range [][]string{
 		{"bundle", "validate"}, {"bundle", "push"}, {"catalog", "init"}, {"catalog", "add-bundle"}, {"catalog", "render"},
 		{"catalog", "validate"}, {"catalog", "push"}, {"catalog", "add"}, {"catalog", "list"}, {"search"}, {"install"},
-		{"status"}, {"approve"}, {"uninstall"},
+		{"status"}, {"approve"}, {"uninstall"}, {"pause"}, {"resume"}, {"catalog", "pause"}, {"catalog", "resume"},
 	} {
 		cmd, _, err := root.Find(path)
 		if err != nil {

@@ -113,7 +113,9 @@ images are pulled to render them. It exits 1 when resolution would fail.`,
 }
 
 // waitInstalled prints the Operator's condition changes until it is Installed and Healthy for its
-// current generation (and, when version is set, has that version installed).
+// current generation (and, when version is set, has that version installed). A paused Operator
+// (Paused=True for its current generation) that is not there yet stops the wait with an error:
+// nothing changes until it is resumed.
 func (o *options) waitInstalled(ctx context.Context, c client.Client, name string, timeout time.Duration, version string) (*operatorsv1alpha1.Operator, error) {
 	op := &operatorsv1alpha1.Operator{}
 	last := ""
@@ -137,6 +139,9 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 		done := conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) == "True" &&
 			conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) == "True" &&
 			op.Status.InstalledBundle != nil && (version == "" || op.Status.InstalledBundle.Version == version)
+		if p := currentCondition(op.Status.Conditions, operatorsv1alpha1.TypePaused, g); !done && p != nil && p.Status == metav1.ConditionTrue {
+			return false, "", fmt.Errorf("paused (spec.paused), so it stays on what it has installed until it is resumed: %s; resume it with `kubectl olmv1 resume %s --wait`", p.Message, name)
+		}
 		return done, failing(op), nil
 	})
 	if err != nil {

@@ -2,9 +2,9 @@
 //
 // Author commands work on local directories and registries (no cluster, no container engine):
 // bundle validate|push|render, catalog init|add-bundle|render|validate|push. User commands talk to the
-// cluster of the current kubeconfig: catalog add|list, search, install, status, approve, upgrade,
-// uninstall. install --dry-run and upgrade --preview print what would change and change nothing
-// (plan.go).
+// cluster of the current kubeconfig: catalog add|list|pause|resume, search, install, status, approve,
+// upgrade, pause, resume, uninstall. install --dry-run and upgrade --preview print what would change
+// and change nothing (plan.go).
 //
 // Validation runs the controllers' own code: catalogd/pkg/fbcvalidate (catalogd's catalog
 // validation) and rukpak/pkg/bundlevalidate (rukpak's bundle conversion plus operator-framework/api's
@@ -68,8 +68,9 @@ func newRootCommand(o *options) *cobra.Command {
 		Short: "Install operators with OLM v1, and validate, build and publish bundles and catalogs",
 		Long: `kubectl olmv1 is the command line of OLM v1.
 
-Cluster users add catalogs, search them, and install, watch, upgrade, approve and uninstall
-operators; install --dry-run and upgrade --preview show what would change first.
+Cluster users add catalogs, search them, and install, watch, upgrade, approve, pause, resume and
+uninstall operators (and pause and resume catalogs); install --dry-run and upgrade --preview show
+what would change first.
 Operator authors validate bundles with the code rukpak runs, maintain file-based catalogs whose
 upgrade edges are computed for them, and build and push bundle and catalog images without a
 container engine (registry credentials come from the docker config file).`,
@@ -106,12 +107,14 @@ container engine (registry credentials come from the docker config file).`,
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
 	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o))
 
-	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add and list Catalogs on the cluster (users)"}
+	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add, list, pause and resume Catalogs on the cluster (users)"}
 	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),
-		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o))
+		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o),
+		newPauseCommand(o, pausableCatalog, true), newPauseCommand(o, pausableCatalog, false))
 
 	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
-		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o))
+		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),
+		newPauseCommand(o, pausableOperator, true), newPauseCommand(o, pausableOperator, false))
 	return root
 }
 
