@@ -129,8 +129,8 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	res := ctrl.Result{}
-	if pi := pollInterval(cat.Spec.Source); pi != nil && pi.Duration > 0 {
-		res.RequeueAfter = pi.Duration
+	if pi := cat.Spec.Source.PollInterval(); pi > 0 {
+		res.RequeueAfter = pi
 	}
 	if stepErr != nil && retryable(stepErr) {
 		// A server that said when to come back (Retry-After) is asked again then; otherwise the
@@ -181,7 +181,7 @@ func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1a
 	if res.Unchanged {
 		cat.Status.ServedGeneration = cat.Generation
 		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
-			message: fmt.Sprintf("generation %d: %s is unchanged (%s)", cat.Generation, replica.Describe(&res.Resolved), res.Content.Hash)}, nil
+			message: fmt.Sprintf("generation %d: %s is unchanged (%s)", cat.Generation, res.Resolved.String(), res.Content.Hash)}, nil
 	}
 	content, rs := res.Content, res.Resolved
 	now := metav1.NewTime(r.Now())
@@ -193,10 +193,10 @@ func (r *CatalogReconciler) unpackAndStore(ctx context.Context, cat *catalogdv1a
 		Packages: int32(content.Counts.Packages), Channels: int32(content.Counts.Channels), Bundles: int32(content.Counts.Bundles),
 	}
 	cat.Status.ContentURL = r.ContentBaseURL + serve.URLPath(cat.Name)
-	log.FromContext(ctx).Info("unpacked", "hash", content.Hash, "source", replica.Describe(&rs), "packages", content.Counts.Packages,
+	log.FromContext(ctx).Info("unpacked", "hash", content.Hash, "source", rs.String(), "packages", content.Counts.Packages,
 		"channels", content.Counts.Channels, "bundles", content.Counts.Bundles, "bytes", content.Size)
 	return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded,
-		message: fmt.Sprintf("generation %d: unpacked %s (%s)", cat.Generation, replica.Describe(&rs), content.Hash)}, nil
+		message: fmt.Sprintf("generation %d: unpacked %s (%s)", cat.Generation, rs.String(), content.Hash)}, nil
 }
 
 // loadFailure turns a failed load of generation gen into the Unpacked outcome and a step error.
@@ -212,7 +212,7 @@ func loadFailure(gen int64, err error) (unpackOutcome, error) {
 			&stepError{reason: catalogdv1alpha1.ReasonUnpackFailed, retryable: source.IsRetryable(le.Err), err: le.Err}
 	case replica.StageInvalid:
 		return unpackOutcome{reason: catalogdv1alpha1.ReasonInvalidCatalog,
-				message: fmt.Sprintf("generation %d: %s is not a valid file-based catalog: %v", gen, replica.Describe(le.Resolved), le.Err)},
+				message: fmt.Sprintf("generation %d: %s is not a valid file-based catalog: %v", gen, le.Resolved.String(), le.Err)},
 			&stepError{reason: catalogdv1alpha1.ReasonInvalidCatalog, err: le.Err}
 	}
 	return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackFailed, message: fmt.Sprintf("generation %d: %v", gen, le.Err)},
@@ -226,7 +226,7 @@ func loadFailure(gen int64, err error) (unpackOutcome, error) {
 func (r *CatalogReconciler) keepLastGood(ctx context.Context, cat *catalogdv1alpha1.Catalog) {
 	if err := r.loadWhatStatusNames(ctx, cat); err != nil {
 		log.FromContext(ctx).Info("the last good content cannot be loaded again either", "hash", cat.Status.ContentHash,
-			"source", replica.Describe(cat.Status.ResolvedSource), "error", err.Error())
+			"source", cat.Status.ResolvedSource.String(), "error", err.Error())
 	}
 }
 
@@ -249,7 +249,7 @@ func (r *CatalogReconciler) loadWhatStatusNames(ctx context.Context, cat *catalo
 	if err != nil {
 		return err
 	}
-	log.FromContext(ctx).Info("serving the content the status names again", "hash", want, "source", replica.Describe(cat.Status.ResolvedSource))
+	log.FromContext(ctx).Info("serving the content the status names again", "hash", want, "source", cat.Status.ResolvedSource.String())
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/replica"
 )
 
 // Pausing. While spec.paused is true a reconcile only reports the pause: spec.source is not
@@ -39,7 +38,7 @@ func (r *CatalogReconciler) reconcilePaused(ctx context.Context, cat *catalogdv1
 	if loadErr != nil {
 		// Retried with the controller's backoff, as a standby replica retries it.
 		log.FromContext(ctx).Info("paused: the content the status names cannot be loaded again, retrying with backoff",
-			"hash", cat.Status.ContentHash, "source", replica.Describe(cat.Status.ResolvedSource), "error", loadErr.Error())
+			"hash", cat.Status.ContentHash, "source", cat.Status.ResolvedSource.String(), "error", loadErr.Error())
 	}
 	if err := r.patchStatus(ctx, before, cat); err != nil {
 		return ctrl.Result{}, err

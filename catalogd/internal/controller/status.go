@@ -8,9 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
-	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // unpackOutcome is what the unpack step observed for the current generation.
@@ -43,12 +41,12 @@ func setConditions(cat *catalogdv1alpha1.Catalog, out unpackOutcome, served *sto
 		serving.Status = metav1.ConditionTrue
 		serving.Reason = catalogdv1alpha1.ReasonServing
 		serving.Message = fmt.Sprintf("serving generation %d (%s, %s): %d packages, %d channels, %d bundles",
-			gen, replica.Describe(cat.Status.ResolvedSource), served.Hash, served.Counts.Packages, served.Counts.Channels, served.Counts.Bundles)
+			gen, cat.Status.ResolvedSource.String(), served.Hash, served.Counts.Packages, served.Counts.Channels, served.Counts.Bundles)
 	default:
 		serving.Status = metav1.ConditionTrue
 		serving.Reason = catalogdv1alpha1.ReasonServingPreviousContent
 		serving.Message = fmt.Sprintf("stale: serving the last good content, from generation %d (%s, %s), because generation %d is not unpacked (see the Unpacked condition)",
-			cat.Status.ServedGeneration, replica.Describe(cat.Status.ResolvedSource), served.Hash, gen)
+			cat.Status.ServedGeneration, cat.Status.ResolvedSource.String(), served.Hash, gen)
 	}
 	meta.SetStatusCondition(&cat.Status.Conditions, serving)
 	setNotPaused(cat)
@@ -66,17 +64,4 @@ func shortHash(h string) string {
 		hex = hex[:12]
 	}
 	return hex
-}
-
-// pollInterval returns the source's poll interval, if any.
-func pollInterval(src rukpakv1alpha1.Source) *metav1.Duration {
-	switch {
-	case src.Image != nil:
-		return src.Image.PollInterval
-	case src.HTTP != nil:
-		return src.HTTP.PollInterval
-	case src.Git != nil:
-		return src.Git.PollInterval
-	}
-	return nil
 }

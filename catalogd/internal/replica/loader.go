@@ -168,7 +168,7 @@ func (l *Loader) parseAndStore(ctx context.Context, req Request, dir string, rs 
 	defer parsed.Close()
 	if req.WantHash != "" && parsed.Hash != req.WantHash {
 		return nil, &LoadError{Stage: StageMismatch, Resolved: rs, Hash: parsed.Hash,
-			Err: fmt.Errorf("%s now has content %s, not %s", Describe(rs), parsed.Hash, req.WantHash)}
+			Err: fmt.Errorf("%s now has content %s, not %s", rs.String(), parsed.Hash, req.WantHash)}
 	}
 	if req.Guard != nil {
 		if err := req.Guard(); err != nil {

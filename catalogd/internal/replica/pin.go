@@ -69,34 +69,3 @@ func PinnedSource(spec rukpakv1alpha1.Source, resolved *rukpakv1alpha1.ResolvedS
 	}
 	return rukpakv1alpha1.Source{}, fmt.Errorf("status.resolvedSource has unsupported type %q", resolved.Type)
 }
-
-// Describe names a resolved source for messages: "image <ref@digest>", "git <repo> at <commit>",
-// "http <url> etag <etag>", "configmaps <name>@<resourceVersion>, ...".
-func Describe(rs *rukpakv1alpha1.ResolvedSource) string {
-	if rs == nil {
-		return "unknown source"
-	}
-	switch {
-	case rs.Image != nil:
-		return "image " + rs.Image.Ref
-	case rs.Git != nil:
-		return fmt.Sprintf("git %s at %s", rs.Git.Repository, rs.Git.Commit)
-	case rs.HTTP != nil:
-		s := "http " + rs.HTTP.URL
-		if rs.HTTP.ETag != "" {
-			s += " etag " + rs.HTTP.ETag
-		}
-		return s
-	case len(rs.ConfigMaps) > 0:
-		s := "configmaps"
-		for i, cm := range rs.ConfigMaps {
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			s += fmt.Sprintf("%s %s@%s", sep, cm.Name, cm.ResourceVersion)
-		}
-		return s
-	}
-	return string(rs.Type)
-}

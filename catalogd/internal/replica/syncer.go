@@ -131,12 +131,12 @@ func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		s.setFailure(req.Name, Describe(cat.Status.ResolvedSource)+": "+err.Error())
+		s.setFailure(req.Name, cat.Status.ResolvedSource.String()+": "+err.Error())
 		l.Info("loading the content the status names failed, retrying with backoff", "hash", want, "error", err.Error())
 		return ctrl.Result{}, err
 	}
 	s.setFailure(req.Name, "")
-	l.Info("loaded the content the status names", "hash", res.Content.Hash, "source", Describe(&res.Resolved))
+	l.Info("loaded the content the status names", "hash", res.Content.Hash, "source", res.Resolved.String())
 	return ctrl.Result{}, nil
 }
 

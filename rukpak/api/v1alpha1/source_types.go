@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -64,6 +68,25 @@ type Source struct {
 	// +optional
 	// +unionMember
 	Git *GitSource `json:"git,omitempty"`
+}
+
+// PollInterval is how often the source is fetched again to look for new content: the pollInterval
+// of the member that is set (image, http or git), or 0 when it has none or the member cannot poll
+// (configMaps). Controllers requeue after it when it is positive.
+func (s Source) PollInterval() time.Duration {
+	var pi *metav1.Duration
+	switch {
+	case s.Image != nil:
+		pi = s.Image.PollInterval
+	case s.HTTP != nil:
+		pi = s.HTTP.PollInterval
+	case s.Git != nil:
+		pi = s.Git.PollInterval
+	}
+	if pi == nil {
+		return 0
+	}
+	return pi.Duration
 }
 
 // ImageSource fetches content from the filesystem of an OCI image.
@@ -250,6 +273,35 @@ type ResolvedSource struct {
 	// git is set when type is Git.
 	// +optional
 	Git *ResolvedGitSource `json:"git,omitempty"`
+}
+
+// String names the content for condition messages and logs, the same way in catalogd and rukpak:
+// "image <ref@digest>", "git <repository> at <commit>", "http <url>" (followed by " etag <etag>"
+// when the server sent one) or "configmaps <name>@<resourceVersion>, ...". It is "unknown source"
+// for nil, and the type alone when the member of that type is missing.
+func (rs *ResolvedSource) String() string {
+	if rs == nil {
+		return "unknown source"
+	}
+	switch {
+	case rs.Image != nil:
+		return "image " + rs.Image.Ref
+	case rs.Git != nil:
+		return fmt.Sprintf("git %s at %s", rs.Git.Repository, rs.Git.Commit)
+	case rs.HTTP != nil:
+		s := "http " + rs.HTTP.URL
+		if rs.HTTP.ETag != "" {
+			s += " etag " + rs.HTTP.ETag
+		}
+		return s
+	case len(rs.ConfigMaps) > 0:
+		cms := make([]string, 0, len(rs.ConfigMaps))
+		for _, cm := range rs.ConfigMaps {
+			cms = append(cms, cm.Name+"@"+cm.ResourceVersion)
+		}
+		return "configmaps " + strings.Join(cms, ", ")
+	}
+	return string(rs.Type)
 }
 
 // ResolvedImageSource is the image an ImageSource resolved to.

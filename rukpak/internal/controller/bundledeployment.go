@@ -220,7 +220,7 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	case st.healthy != nil:
 		return ctrl.Result{RequeueAfter: unhealthyRecheck}, nil
 	}
-	return ctrl.Result{RequeueAfter: pollInterval(bd.Spec.Source)}, nil
+	return ctrl.Result{RequeueAfter: bd.Spec.Source.PollInterval()}, nil
 }
 
 // healthOnly prepares a reconcile that only checks health, and reports whether this is one: when the
@@ -456,7 +456,7 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionFalse, se.reason, se.Error())
 	case st.unpacked != nil:
 		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionTrue, rukpakv1alpha1.ReasonUnpackSucceeded,
-			fmt.Sprintf("unpacked %s (%s)", describeResolved(st.unpacked.ResolvedSource), st.hash))
+			fmt.Sprintf("unpacked %s (%s)", st.unpacked.ResolvedSource.String(), st.hash))
 	case meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeUnpacked) == nil:
 		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionUnknown, rukpakv1alpha1.ReasonUnpackPending, "waiting for the bundle to be unpacked")
 	}
@@ -572,16 +572,4 @@ func (r *BundleDeploymentReconciler) classes() []rukpakv1alpha1.ProvisionerClass
 		}
 	}
 	return out
-}
-
-func pollInterval(src rukpakv1alpha1.Source) time.Duration {
-	switch {
-	case src.Image != nil && src.Image.PollInterval != nil:
-		return src.Image.PollInterval.Duration
-	case src.HTTP != nil && src.HTTP.PollInterval != nil:
-		return src.HTTP.PollInterval.Duration
-	case src.Git != nil && src.Git.PollInterval != nil:
-		return src.Git.PollInterval.Duration
-	}
-	return 0
 }

@@ -35,20 +35,6 @@ func ContentHash(fsys fs.FS) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func describeResolved(rs rukpakv1alpha1.ResolvedSource) string {
-	switch {
-	case rs.Image != nil:
-		return "image " + rs.Image.Ref
-	case rs.Git != nil:
-		return fmt.Sprintf("git %s@%s", rs.Git.Repository, rs.Git.Commit)
-	case rs.HTTP != nil:
-		return "http " + rs.HTTP.URL
-	case len(rs.ConfigMaps) > 0:
-		return fmt.Sprintf("%d ConfigMap(s)", len(rs.ConfigMaps))
-	}
-	return string(rs.Type)
-}
-
 // resolvedFromInfo decodes the resolved source stored with a release revision.
 func resolvedFromInfo(v interface{}) *rukpakv1alpha1.ResolvedSource {
 	if v == nil {
