@@ -4,10 +4,11 @@
 package integration
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
@@ -16,15 +17,13 @@ import (
 var suite *crdtest.Suite
 
 func TestMain(m *testing.M) {
-	s, err := crdtest.Start(filepath.Join("..", "..", "config", "crd", "bases"), operatorsv1alpha1.AddToScheme)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: operator-controller integration tests: %v\n", err)
-		os.Exit(1)
-	}
-	suite = s
-	code := m.Run()
-	if err := s.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping kube-apiserver and etcd: %v\n", err)
-	}
-	os.Exit(code)
+	os.Exit(crdtest.Main(m, "operator-controller integration tests", crdtest.Options{
+		CRDDirs:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		AddToScheme: []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme},
+		// The validation tables send hundreds of requests at once.
+		QPS: 500, Burst: 1000,
+	}, func(s *crdtest.Suite) error {
+		suite = s
+		return nil
+	}))
 }

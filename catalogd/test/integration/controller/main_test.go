@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,60 +41,56 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: catalogd controller integration tests: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	os.Exit(crdtest.Main(m, "catalogd controller integration tests", crdtest.Options{
+		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		AddToScheme: []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
+		QPS:         500,
+		Burst:       1000,
+	}, setup))
 }
 
-func run(m *testing.M) (int, error) {
-	s, err := crdtest.Start(filepath.Join("..", "..", "..", "config", "crd", "bases"), catalogdv1alpha1.AddToScheme)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = s.Stop() }()
+// setup fills a store (with an orphan catalog), serves it over HTTP and starts a manager running the
+// CatalogReconciler with the fake registry for Image sources.
+func setup(s *crdtest.Suite) error {
 	env.suite = s
 	env.client = s.Client
 
 	tmp, err := os.MkdirTemp("", "catalogd-controller-")
 	if err != nil {
-		return 0, err
+		return err
 	}
-	defer os.RemoveAll(tmp)
+	s.Cleanup(func() error { return os.RemoveAll(tmp) })
 	env.storeDir = filepath.Join(tmp, "storage")
 	env.store, err = storage.New(env.storeDir)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	// Content of a catalog that does not exist, as if its Catalog was removed while catalogd was down.
 	orphan, err := fbc.Load(context.Background(), os.DirFS(filepath.Join("testdata", "orphan")))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := env.store.Put("orphan", orphan); err != nil {
-		return 0, err
+		return err
 	}
 	env.registry = newFakeRegistry(filepath.Join(tmp, "unpacked"))
 	// ConfigMaps sources go to the real unpacker; Image sources to the fake registry.
 	real, err := source.New(source.Config{CacheDir: filepath.Join(tmp, "cache"), Client: s.Client})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if err := s.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return 0, err
+		return err
 	}
 	env.http = httptest.NewServer(&serve.Handler{Store: env.store})
-	defer env.http.Close()
+	s.Cleanup(func() error { env.http.Close(); return nil })
 
-	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme:  s.Client.Scheme(),
+		Scheme:  s.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	r := &controller.CatalogReconciler{
 		Client:         mgr.GetClient(),
@@ -103,15 +99,17 @@ func run(m *testing.M) (int, error) {
 		Recorder:       mgr.GetEventRecorder("catalogd"),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
-		return 0, err
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		return code, fmt.Errorf("manager: %w", err)
-	}
-	return code, nil
+	s.Cleanup(func() error {
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("manager: %w", err)
+		}
+		return nil
+	})
+	return nil
 }

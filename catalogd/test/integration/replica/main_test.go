@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,22 +48,18 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	s, err := crdtest.Start(filepath.Join("..", "..", "..", "config", "crd", "bases"), catalogdv1alpha1.AddToScheme)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: catalogd replica integration tests: %v\n", err)
-		os.Exit(1)
-	}
-	env.config, env.client = s.Config, s.Client
-	code := 1
-	if err := s.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: creating namespace %s: %v\n", namespace, err)
-	} else {
-		code = m.Run()
-	}
-	if err := s.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping kube-apiserver and etcd: %v\n", err)
-	}
-	os.Exit(code)
+	os.Exit(crdtest.Main(m, "catalogd replica integration tests", crdtest.Options{
+		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		AddToScheme: []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
+		QPS:         500,
+		Burst:       1000,
+	}, func(s *crdtest.Suite) error {
+		env.config, env.client = s.Config, s.Client
+		if err := s.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", namespace, err)
+		}
+		return nil
+	}))
 }
 
 // proc is one catalogd replica: a manager wired as catalogd's main.go wires it.

@@ -13,18 +13,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -34,6 +29,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 const systemNamespace = "olmv1-system"
@@ -48,55 +44,30 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "FAIL: KUBEBUILDER_ASSETS is not set: run `make test-integration` or export KUBEBUILDER_ASSETS=$(bin/olmv1-dev build)")
-		os.Exit(1)
-	}
-	os.Exit(run(m))
+	os.Exit(crdtest.Main(m, "rukpak controller integration tests", crdtest.Options{
+		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		AddToScheme: []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme},
+		QPS:         200,
+		Burst:       400,
+	}, setup))
 }
 
-func run(m *testing.M) int {
-	logf.SetLogger(logr.Discard())
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, rukpakv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd from KUBEBUILDER_ASSETS=%s: %v\n", os.Getenv("KUBEBUILDER_ASSETS"), err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	cfg.QPS, cfg.Burst = 200, 400
-	restConfig = cfg
-
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// setup creates the system namespace and starts a manager running the BundleDeploymentReconciler.
+func setup(s *crdtest.Suite) error {
+	restConfig, k8s = s.Config, s.Client
+	scheme := s.Scheme
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
+	clientset = kubernetes.NewForConfigOrDie(restConfig)
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	r := &controller.BundleDeploymentReconciler{
 		Client:         mgr.GetClient(),
@@ -121,17 +92,16 @@ func run(m *testing.M) int {
 	}
 	reconciler = r
 	if err := r.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s.Cleanup(func() error { cancel(); return nil })
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	return m.Run()
+	return nil
 }
 
 // dirUnpacker serves image refs from local directories: the test writes a bundle directory and

@@ -10,12 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,23 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 func TestMetricsAuthorization(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test-integration` or export KUBEBUILDER_ASSETS=$(bin/olmv1-dev build)")
-	}
-	logf.SetLogger(logr.Discard())
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := crdtest.StartForTest(t, crdtest.Options{}).Config
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := t.Context()
 
