@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -237,40 +238,42 @@ func (e *Engine) deleteOwned(ctx context.Context, self string, u *unstructured.U
 // orphanOwned removes BundleDeployment self's owner labels from the object u names, if it owns it,
 // leaving the object in place.
 func (e *Engine) orphanOwned(ctx context.Context, self string, u *unstructured.Unstructured) error {
-	for attempt := 1; ; attempt++ {
-		live, err := e.observe(ctx, u)
-		if err != nil || live == nil || !ownershipOf(live, self).self {
-			return err
-		}
-		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:null,%q:null}}}`, live.GetResourceVersion(), OwnerKindLabel, OwnerNameLabel)
-		err = e.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch)))
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-			return nil
-		case !apierrors.IsConflict(err) || attempt == writeRetries:
-			return fmt.Errorf("removing the ownership labels of %s: %w", KeyOf(u), err)
-		}
-	}
+	return e.dropOwnership(ctx, self, u, "", "removing the ownership labels of")
 }
 
 // releaseCRD keeps the CRD u names when BundleDeployment self is uninstalled: if self still owns it,
-// its owner labels are replaced by ReleasedFromAnnotation (with the resourceVersion as a
-// precondition), so that a later BundleDeployment with the same CRD takes it back instead of
-// reporting a conflict with a BundleDeployment that no longer exists.
+// its owner labels are replaced by ReleasedFromAnnotation, so that a later BundleDeployment with the
+// same CRD takes it back instead of reporting a conflict with a BundleDeployment that no longer exists.
 func (e *Engine) releaseCRD(ctx context.Context, self string, u *unstructured.Unstructured) error {
+	return e.dropOwnership(ctx, self, u, ReleasedFromAnnotation, "releasing the kept CRD")
+}
+
+// dropOwnership removes self's owner labels from the object u names if self still owns it, with its
+// resourceVersion as a precondition (a concurrent change is read again and decided again), and
+// sets annotation (when not empty) to self. what starts the error message.
+func (e *Engine) dropOwnership(ctx context.Context, self string, u *unstructured.Unstructured, annotation, what string) error {
 	for attempt := 1; ; attempt++ {
 		live, err := e.observe(ctx, u)
 		if err != nil || live == nil || !ownershipOf(live, self).self {
 			return err
 		}
-		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:null,%q:null},"annotations":{%q:%q}}}`,
-			live.GetResourceVersion(), OwnerKindLabel, OwnerNameLabel, ReleasedFromAnnotation, self)
-		err = e.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch)))
+		meta := map[string]any{
+			"resourceVersion": live.GetResourceVersion(),
+			"labels":          map[string]any{OwnerKindLabel: nil, OwnerNameLabel: nil},
+		}
+		if annotation != "" {
+			meta["annotations"] = map[string]any{annotation: self}
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": meta})
+		if err != nil {
+			return err
+		}
+		err = e.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch))
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 			return nil
 		case !apierrors.IsConflict(err) || attempt == writeRetries:
-			return fmt.Errorf("releasing the kept CRD %s: %w", KeyOf(u), err)
+			return fmt.Errorf("%s %s: %w", what, KeyOf(u), err)
 		}
 	}
 }

@@ -411,16 +411,9 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	if err != nil {
 		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed, err: err}
 	}
-	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
-	st.leftAlone = res.LeftAlone
-	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
-		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack})
-	if r.Watches != nil {
-		if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
-			return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed,
-				err: fmt.Errorf("installed revision %d but cannot watch its objects for drift: %w", res.Revision, err)}
-		}
-		r.Metrics.watchedKinds(r.Watches.Kinds())
+	if err := r.installedRevision(ctx, bd, st, res); err != nil {
+		return &stepError{condition: rukpakv1alpha1.TypeInstalled, reason: rukpakv1alpha1.ReasonInstallFailed,
+			err: fmt.Errorf("installed revision %d but cannot watch its objects for drift: %w", res.Revision, err)}
 	}
 	return nil
 }

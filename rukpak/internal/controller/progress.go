@@ -162,7 +162,9 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 	p.rolledBack = true
 	st.progress = &p
 	res.HeldBack = why
-	r.installedRevision(ctx, bd, st, res)
+	if err := r.installedRevision(ctx, bd, st, res); err != nil {
+		log.FromContext(ctx).Error(err, "watching the applied objects for drift", "revision", res.Revision)
+	}
 	r.checkHealth(ctx, st)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(bd, "Warning", "RolledBack", "revision %d: %s", res.Revision, why)
@@ -170,16 +172,18 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 }
 
 // installedRevision notes what res installed, for the status, health-only reconciles and the
-// drift watches.
-func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state, res *apply.Result) {
+// drift watches; it returns the error of starting those watches (the caller decides what it means).
+func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state, res *apply.Result) error {
 	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
 	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
 		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack})
-	if r.Watches != nil {
-		if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
-			log.FromContext(ctx).Error(err, "watching the applied objects for drift", "revision", res.Revision)
-		}
-		r.Metrics.watchedKinds(r.Watches.Kinds())
+	if r.Watches == nil {
+		return nil
 	}
+	if err := r.Watches.Ensure(ctx, res.Objects); err != nil {
+		return err
+	}
+	r.Metrics.watchedKinds(r.Watches.Kinds())
+	return nil
 }
