@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/paused"
 )
 
 // Pausing. While spec.paused is true a reconcile only reports the pause: spec.source is not
@@ -49,11 +50,8 @@ func (r *CatalogReconciler) reconcilePaused(ctx context.Context, cat *catalogdv1
 // setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
 // already True, else now.
 func setPaused(cat *catalogdv1alpha1.Catalog, now time.Time) {
-	since := metav1.NewTime(now.Truncate(time.Second))
-	if c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1alpha1.TypePaused); c != nil && c.Status == metav1.ConditionTrue {
-		since = c.LastTransitionTime
-	}
-	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked or polled until spec.paused is false", since.UTC().Format(time.RFC3339))
+	since := paused.Since(cat.Status.Conditions, now)
+	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked or polled until spec.paused is false", paused.Format(since))
 	if cat.Status.ContentHash != "" {
 		msg += fmt.Sprintf("; the content of generation %d (%s) stays served as it is", cat.Status.ServedGeneration, cat.Status.ContentHash)
 	} else {

@@ -11,6 +11,7 @@ import (
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/paused"
 )
 
 // observations is what one reconcile learned; setStatus turns it into the Operator's status.
@@ -235,10 +236,7 @@ func setPaused(op *operatorsv1alpha1.Operator, set setFunc) {
 			"spec.paused is false: the Operator follows its spec and the catalogs")
 		return
 	}
-	since := time.Now().UTC().Format(time.RFC3339)
-	if c := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypePaused); c != nil && c.Status == metav1.ConditionTrue {
-		since = c.LastTransitionTime.UTC().Format(time.RFC3339)
-	}
+	since := paused.Format(paused.Since(op.Status.Conditions, time.Now()))
 	set(operatorsv1alpha1.TypePaused, metav1.ConditionTrue, operatorsv1alpha1.ReasonPaused,
 		fmt.Sprintf("paused since %s: the Operator stays on its installed bundle and its BundleDeployment is paused until spec.paused is false", since))
 }

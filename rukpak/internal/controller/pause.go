@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/paused"
 )
 
 // Pausing. While spec.paused is true a reconcile only reports the pause: nothing is unpacked,
@@ -43,11 +44,8 @@ func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *ru
 // setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
 // already True, else now.
 func setPaused(bd *rukpakv1alpha1.BundleDeployment, now time.Time) {
-	since := metav1.NewTime(now.Truncate(time.Second))
-	if c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypePaused); c != nil && c.Status == metav1.ConditionTrue {
-		since = c.LastTransitionTime
-	}
-	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", since.UTC().Format(time.RFC3339))
+	since := paused.Since(bd.Status.Conditions, now)
+	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", paused.Format(since))
 	if bd.Status.InstalledRevision > 0 {
 		msg += fmt.Sprintf("; revision %d stays installed as it is", bd.Status.InstalledRevision)
 	}
