@@ -48,6 +48,15 @@ var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
 		DeferCleanup(func(ctx SpecContext) { _ = dc.Resource(catalogGVR).Delete(ctx, catalogName, metav1.DeleteOptions{}) })
 		mustKubectlOLMv1(ctx, "catalog", "add", catalogName, catalogRef, "--wait", "--timeout", "2m")
 
+		By("removing the composite CRDs another spec's uninstall kept (CRDs are kept by default): this spec plans their creation")
+		for _, crd := range []string{"hubs.composite.olmv1.io", "alphas.composite.olmv1.io", "betas.composite.olmv1.io"} {
+			if err := dc.Resource(crdGVR).Delete(ctx, crd, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+			Eventually(func() error { _, err := dc.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{}); return err }).
+				WithContext(ctx).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(Satisfy(apierrors.IsNotFound), "CRD %s", crd)
+		}
+
 		By("install --dry-run with dependencyPolicy Install lists the three bundles, their objects and RBAC")
 		namespaces := []string{"hub-operator", "alpha-operator", "beta-operator"}
 		existed := map[string]bool{}
