@@ -85,11 +85,11 @@ func TestEventsOnTransitions(t *testing.T) {
 	}
 	after := []metav1.Condition{
 		cond("Unpacked", metav1.ConditionTrue, "UnpackSucceeded", "generation 2: unpacked"), // True, message only: no event
-		cond("Installed", metav1.ConditionFalse, "InstallFailed", "second error"),          // failing, new message: Warning
-		cond("Healthy", metav1.ConditionTrue, "Healthy", "all good"),                       // unchanged
-		cond("Paused", metav1.ConditionTrue, "Paused", "since then"),                       // transition: Normal
+		cond("Installed", metav1.ConditionFalse, "InstallFailed", "second error"),           // failing, new message: Warning
+		cond("Healthy", metav1.ConditionTrue, "Healthy", "all good"),                        // unchanged
+		cond("Paused", metav1.ConditionTrue, "Paused", "since then"),                        // transition: Normal
 		cond("Serving", metav1.ConditionFalse, "Pending", "unpacking generation 2"),         // new, progressing: Normal
-		cond("Resolved", metav1.ConditionTrue, "ServingPreviousContent", "old"),            // warning reason on True
+		cond("Resolved", metav1.ConditionTrue, "ServingPreviousContent", "old"),             // warning reason on True
 	}
 	got := p.Events(before, after)
 	want := []Event{
