@@ -3,9 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +26,7 @@ type Cache struct {
 
 	mu       sync.Mutex
 	catalogs map[string]cached // by catalog name
+	parts    map[string]*part  // by catalog name: what IndexFor read (closure.go)
 	retries  map[string]*retry // by catalog name: read content that did not match
 	indexKey string
 	index    *olm.Index
@@ -46,29 +44,25 @@ type cached struct {
 // (a *ContentMismatchError, see verify.go): it is not cached, and the catalog is read again after a
 // backoff (until then the call returns the same error without reading).
 func (c *Cache) Index(ctx context.Context, cats []Catalog) (*olm.Index, []string, error) {
-	var serving []*Catalog
-	for i := range cats {
-		if cats[i].Serving() {
-			serving = append(serving, &cats[i])
-		}
-	}
-	sort.Slice(serving, func(i, j int) bool { return serving[i].Name < serving[j].Name })
-	names := make([]string, len(serving))
-	keyParts := make([]string, len(serving))
-	for i, cat := range serving {
-		names[i] = cat.Name
-		keyParts[i] = fmt.Sprintf("%s/%s/%d", cat.Name, cat.ContentHash, cat.Priority)
-	}
-	key := strings.Join(keyParts, ",")
-
+	serving, names, key := servingCatalogs(cats)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.index != nil && key == c.indexKey {
 		return c.index, names, nil
 	}
+	idx, err := c.indexWhole(ctx, serving)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.index, c.indexKey = idx, key
+	return idx, names, nil
+}
+
+// indexWhole reads every serving catalog whole (those whose content hash is new) and indexes them.
+// c.mu is held.
+func (c *Cache) indexWhole(ctx context.Context, serving []*Catalog) (*olm.Index, error) {
 	if c.catalogs == nil {
 		c.catalogs = map[string]cached{}
-		c.retries = map[string]*retry{}
 	}
 	list := make([]*olm.Catalog, 0, len(serving))
 	keep := map[string]bool{}
@@ -76,9 +70,9 @@ func (c *Cache) Index(ctx context.Context, cats []Catalog) (*olm.Index, []string
 		keep[cat.Name] = true
 		entry, ok := c.catalogs[cat.Name]
 		if !ok || entry.hash != cat.ContentHash {
-			oc, err := c.load(ctx, cat)
+			oc, err := withRetry(c, cat, func() (*olm.Catalog, error) { return c.load(ctx, cat) })
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			entry = cached{hash: cat.ContentHash, catalog: oc}
 			c.catalogs[cat.Name] = entry
@@ -98,12 +92,7 @@ func (c *Cache) Index(ctx context.Context, cats []Catalog) (*olm.Index, []string
 			delete(c.retries, name)
 		}
 	}
-	idx, err := olm.NewIndex(list...)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.index, c.indexKey = idx, key
-	return idx, names, nil
+	return olm.NewIndex(list...)
 }
 
 func (c *Cache) now() time.Time {
@@ -113,29 +102,43 @@ func (c *Cache) now() time.Time {
 	return time.Now()
 }
 
-// load reads cat's content, checks that it is the content cat's status names, and parses it. A
-// mismatch is remembered: until its retry time, load returns it again without reading.
-func (c *Cache) load(ctx context.Context, cat *Catalog) (*olm.Catalog, error) {
+// withRetry runs read for cat unless an earlier read of cat's current content hash did not match
+// and its retry time has not come: then it returns that mismatch again without reading. A new
+// mismatch is remembered with a backoff (see retry).
+func withRetry[T any](c *Cache, cat *Catalog, read func() (T, error)) (T, error) {
+	var zero T
+	if c.retries == nil {
+		c.retries = map[string]*retry{}
+	}
 	r := c.retries[cat.Name]
 	if r != nil && r.hash != cat.ContentHash {
 		r = nil // the status names other content now: read it at once
 		delete(c.retries, cat.Name)
 	}
 	if r != nil && c.now().Before(r.next) {
-		return nil, r.pending(c.now())
+		return zero, r.pending(c.now())
 	}
-	cfg, err := c.read(ctx, cat)
+	v, err := read()
 	if mismatch := (*ContentMismatchError)(nil); errors.As(err, &mismatch) {
 		if r == nil {
 			r = &retry{hash: cat.ContentHash}
 			c.retries[cat.Name] = r
 		}
-		return nil, r.failed(mismatch, c.now())
+		return zero, r.failed(mismatch, c.now())
 	}
+	if err != nil {
+		return zero, err
+	}
+	delete(c.retries, cat.Name)
+	return v, nil
+}
+
+// load reads cat's content, checks that it is the content cat's status names, and parses it.
+func (c *Cache) load(ctx context.Context, cat *Catalog) (*olm.Catalog, error) {
+	cfg, err := c.read(ctx, cat)
 	if err != nil {
 		return nil, err
 	}
-	delete(c.retries, cat.Name)
 	c.reads++
 	return olm.NewCatalog(cat.Name, int(cat.Priority), cfg)
 }

@@ -63,7 +63,10 @@ func ParseBlobs(name string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig,
 	return cfg, nil
 }
 
-var _ BlobReader = &DynamicReader{}
+var (
+	_ BlobReader = &DynamicReader{}
+	_ PartReader = &DynamicReader{}
+)
 
 // DynamicReader reads a catalog's blobs from the CatalogMetadata API through the dynamic client.
 type DynamicReader struct {
@@ -98,6 +101,25 @@ func (r *DynamicReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.
 		}
 		return metas, list.GetContinue(), nil
 	})
+}
+
+// ReadPart lists the blobs of catalog that terms select (see PartReader).
+func (r *DynamicReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(ServedBlob) error) error {
+	return ReadPartPages(ctx, catalog, terms, pageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]ServedBlob, string, error) {
+		list, err := r.Client.Resource(CatalogMetadataGVR).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: limit, Continue: cont})
+		if err != nil {
+			return nil, "", err
+		}
+		blobs := make([]ServedBlob, 0, len(list.Items))
+		for i := range list.Items {
+			m, err := metaFromUnstructured(&list.Items[i])
+			if err != nil {
+				return nil, "", err
+			}
+			blobs = append(blobs, ServedBlob{Meta: m, ContentHash: list.Items[i].GetAnnotations()[AnnotationContentHash]})
+		}
+		return blobs, list.GetContinue(), nil
+	}, fn)
 }
 
 // metaFromUnstructured turns a CatalogMetadata object into the blob it serves.

@@ -48,6 +48,12 @@ func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*ol
 	return c.cache().Index(ctx, Inputs(cats))
 }
 
+// IndexFor is Index reading only the packages roots names and those their bundles depend on (deppy's
+// cluster.Cache.IndexFor): what a resolution of Operators naming roots needs.
+func (c *Cache) IndexFor(ctx context.Context, cats []catalogdv1alpha1.Catalog, roots []string) (*olm.Index, []string, error) {
+	return c.cache().IndexFor(ctx, Inputs(cats), roots)
+}
+
 // Reads returns how many times a catalog's content was read (for tests and metrics).
 func (c *Cache) Reads() int {
 	return c.cache().Reads()

@@ -29,7 +29,10 @@ type ContentReader = cluster.ContentReader
 // them (see ContentHash). MetadataReader is one.
 type BlobReader = cluster.BlobReader
 
-var _ BlobReader = &MetadataReader{}
+var (
+	_ BlobReader         = &MetadataReader{}
+	_ cluster.PartReader = &MetadataReader{}
+)
 
 // MetadataReader reads a catalog's blobs from catalogd's CatalogMetadata API (list with the field
 // selector spec.catalog=<name>, paginated by cluster.ReadPages, as `deppy resolve --kubeconfig`
@@ -69,6 +72,26 @@ func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg
 }
 
 // parseBlobs assembles a catalog's blobs into a DeclarativeConfig.
+// ReadPart lists the blobs of catalog that terms select (see cluster.PartReader), with the content
+// hash each was served from.
+func (r *MetadataReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(cluster.ServedBlob) error) error {
+	return cluster.ReadPartPages(ctx, catalog, terms, pageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]cluster.ServedBlob, string, error) {
+		list := &metadatav1alpha1.CatalogMetadataList{}
+		if err := r.Client.List(ctx, list, &client.ListOptions{FieldSelector: sel, Limit: limit, Continue: cont}); err != nil {
+			return nil, "", err
+		}
+		blobs := make([]cluster.ServedBlob, 0, len(list.Items))
+		for i := range list.Items {
+			it := &list.Items[i]
+			blobs = append(blobs, cluster.ServedBlob{
+				Meta:        &declcfg.Meta{Schema: it.Spec.Schema, Package: it.Spec.Package, Name: it.Spec.Name, Blob: it.Spec.Content.Raw},
+				ContentHash: it.Annotations[cluster.AnnotationContentHash],
+			})
+		}
+		return blobs, list.Continue, nil
+	}, fn)
+}
+
 func parseBlobs(name string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig, error) {
 	return cluster.ParseBlobs(name, metas)
 }

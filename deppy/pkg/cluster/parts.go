@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// Reading parts of a catalog. A resolution needs the packages its Operators name and, transitively,
+// the packages their bundles depend on; reading every blob of every catalog to find them makes
+// operator-controller's memory grow with the catalogs (OpenShift's hold 6,000+ bundles). A
+// PartReader lists only what the field selectors of the CatalogMetadata API select, and the Cache
+// (IndexFor, closure.go) reads package by package.
+//
+// The whole-catalog check (the content hash of every blob, verify.go) cannot be made on a part. So
+// every CatalogMetadata object carries the content hash of the catalog content it was served from
+// (AnnotationContentHash); a part is used only when each of its blobs names status.contentHash. A
+// package with no blob is only believed absent when the catalog itself is served at that hash
+// (a probe of one blob): a replica that has not loaded the catalog answers empty lists.
+
+// AnnotationContentHash is the CatalogMetadata annotation naming the content hash (the Catalog's
+// status.contentHash) of the catalog content the object was served from.
+const AnnotationContentHash = "catalogd.operatorframework.io/content-hash"
+
+// Field selectors of the CatalogMetadata API besides FieldCatalog.
+const (
+	FieldSchema  = "spec.schema"
+	FieldPackage = "spec.package"
+	FieldName    = "spec.name"
+)
+
+// ServedBlob is a blob as the CatalogMetadata API served it.
+type ServedBlob struct {
+	Meta *declcfg.Meta
+	// ContentHash is the object's AnnotationContentHash ("" from a catalogd that does not set it).
+	ContentHash string
+}
+
+// PartReader lists the blobs of one catalog that a field selector selects.
+type PartReader interface {
+	// ReadPart lists the blobs of catalog matching terms (field → exact value, besides FieldCatalog),
+	// pageSize at a time (0: DefaultPageSize), and calls fn for each in order; it stops, returning
+	// nil, when fn returns ErrStopRead, and with fn's error otherwise. Blobs are not kept.
+	ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(ServedBlob) error) error
+}
+
+// ErrStopRead, returned by a ReadPart callback, ends the read without an error.
+var ErrStopRead = errors.New("stop reading")
+
+// ReadPartPages is ReadPart over a ListPage: the field selector is FieldCatalog=catalog plus terms.
+func ReadPartPages(ctx context.Context, catalog string, terms map[string]string, pageSize int64, list func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]ServedBlob, string, error), fn func(ServedBlob) error) error {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	set := fields.Set{FieldCatalog: catalog}
+	for k, v := range terms {
+		set[k] = v
+	}
+	sel := fields.SelectorFromSet(set)
+	cont := ""
+	for {
+		page, next, err := list(ctx, sel, pageSize, cont)
+		if err != nil {
+			return fmt.Errorf("catalog %q: listing CatalogMetadata %s (is catalogd serving the metadata.catalogd.operatorframework.io API? check `kubectl get apiservices`): %w", catalog, sel, err)
+		}
+		for _, b := range page {
+			if err := fn(b); err != nil {
+				if errors.Is(err, ErrStopRead) {
+					return nil
+				}
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		cont = next
+	}
+}
+
+// readPackage reads the blobs of package pkg in cat (its olm.package blob and every blob whose
+// package field is pkg) and parses them. It returns nil when cat has no such package, after checking
+// that cat is served at its status.contentHash.
+func (c *Cache) readPackage(ctx context.Context, pr PartReader, cat *Catalog, pkg string) (*declcfg.DeclarativeConfig, error) {
+	var metas []*declcfg.Meta
+	check := c.servedAt(cat, &metas)
+	if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldSchema: declcfg.SchemaPackage, FieldName: pkg}, 0, check); err != nil {
+		return nil, err
+	}
+	if len(metas) == 0 {
+		return nil, c.probe(ctx, pr, cat, pkg)
+	}
+	if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldPackage: pkg}, 0, check); err != nil {
+		return nil, err
+	}
+	cfg, err := declcfg.LoadSlice(metas)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: parsing the %d blobs of package %q: %w", cat.Name, len(metas), pkg, err)
+	}
+	return cfg, nil
+}
+
+// servedAt returns a ReadPart callback that keeps each blob in *metas after checking that it was
+// served from cat's status.contentHash.
+func (c *Cache) servedAt(cat *Catalog, metas *[]*declcfg.Meta) func(ServedBlob) error {
+	return func(b ServedBlob) error {
+		if err := checkServedHash(cat, b); err != nil {
+			return err
+		}
+		if metas != nil {
+			*metas = append(*metas, b.Meta)
+		}
+		return nil
+	}
+}
+
+func checkServedHash(cat *Catalog, b ServedBlob) error {
+	if b.ContentHash == cat.ContentHash {
+		return nil
+	}
+	read := fmt.Sprintf("a blob served from content %s", ShortHash(b.ContentHash))
+	if b.ContentHash == "" {
+		read = "a blob without the " + AnnotationContentHash + " annotation (catalogd older than operator-controller?)"
+	}
+	return &ContentMismatchError{Catalog: cat.Name, Want: cat.ContentHash, Read: read}
+}
+
+// probe decides whether package pkg, of which nothing was read, is absent from cat: it is when one
+// blob of cat is served from status.contentHash. A replica that does not serve cat (yet) answers
+// nothing: that is a mismatch, retried.
+func (c *Cache) probe(ctx context.Context, pr PartReader, cat *Catalog, pkg string) error {
+	if cat.Counts != nil && cat.Counts.Packages == 0 && cat.Counts.Bundles == 0 {
+		return nil // status says the catalog is empty
+	}
+	found := false
+	err := pr.ReadPart(ctx, cat.Name, nil, 1, func(b ServedBlob) error {
+		if err := checkServedHash(cat, b); err != nil {
+			return err
+		}
+		found = true
+		return ErrStopRead
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &ContentMismatchError{Catalog: cat.Name, Want: cat.ContentHash,
+			Read: fmt.Sprintf("no blob of package %q and none of the catalog", pkg)}
+	}
+	return nil
+}
