@@ -23,9 +23,10 @@ import (
 
 func main() {
 	var (
-		pageSize int64
-		qps      float64
-		workers  int
+		pageSize  int64
+		qps       float64
+		workers   int
+		readWhole bool
 	)
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
@@ -43,6 +44,8 @@ func main() {
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&pageSize, "catalogmetadata-page-size", 500, "number of CatalogMetadata blobs per list request when reading a catalog")
 			fs.Float64Var(&qps, "kube-api-qps", 50, "requests per second to the API server (burst: twice as many)")
+			fs.BoolVar(&readWhole, "read-whole-catalogs", false,
+				"read every blob of every serving catalog and check its content hash, instead of only the packages Operators (and their dependencies) need; for a catalogd that does not annotate CatalogMetadata with catalogd.operatorframework.io/content-hash")
 			fs.IntVar(&workers, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,
 				"Operators reconciled at once (resolution itself runs once for a burst of changes)")
 		},
@@ -64,7 +67,7 @@ func main() {
 			return (&controller.OperatorReconciler{
 				Client:    cached,
 				APIReader: direct,
-				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}},
+				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}, ReadWhole: readWhole},
 				Metrics:   controller.NewMetrics(crmetrics.Registry),
 				Recorder:  mgr.GetEventRecorderFor("operator-controller"),
 

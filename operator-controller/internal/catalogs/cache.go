@@ -15,6 +15,8 @@ import (
 // Hasher and the Catalogs converted from catalogd's API. It is safe for concurrent use.
 type Cache struct {
 	Reader ContentReader
+	// ReadWhole makes IndexFor read every catalog whole, as Index does (--read-whole-catalogs).
+	ReadWhole bool
 
 	once   sync.Once
 	shared *cluster.Cache
@@ -51,6 +53,9 @@ func (c *Cache) Index(ctx context.Context, cats []catalogdv1alpha1.Catalog) (*ol
 // IndexFor is Index reading only the packages roots names and those their bundles depend on (deppy's
 // cluster.Cache.IndexFor): what a resolution of Operators naming roots needs.
 func (c *Cache) IndexFor(ctx context.Context, cats []catalogdv1alpha1.Catalog, roots []string) (*olm.Index, []string, error) {
+	if c.ReadWhole {
+		return c.Index(ctx, cats)
+	}
 	return c.cache().IndexFor(ctx, Inputs(cats), roots)
 }
 
