@@ -53,12 +53,14 @@ func configUnusedBy(prov rukpakv1alpha1.ProvisionerClassName, cfg *rukpakv1alpha
 	return unused
 }
 
-// installNamespace picks the namespace to install into: the one already chosen (status), else
-// spec.installNamespace, else the bundle's suggested namespace, else the package name.
-func installNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
+// installNamespace picks the namespace to install into: the one op's BundleDeployment bd installs
+// into (an install never moves), else spec.installNamespace, else the bundle's suggested namespace,
+// else the package name. bd may be nil. status.installNamespace is never read: it only reports this
+// choice.
+func installNamespace(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle) string {
 	switch {
-	case op.Status.InstallNamespace != "":
-		return op.Status.InstallNamespace
+	case bd != nil && bd.Spec.InstallNamespace != "":
+		return bd.Spec.InstallNamespace
 	case op.Spec.InstallNamespace != "":
 		return op.Spec.InstallNamespace
 	case b != nil && b.SuggestedNamespace != "":
@@ -105,10 +107,7 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, 
 			Name:            op.Name,
 			Labels:          ownerLabels(op),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
-			Annotations: map[string]string{
-				AnnotationPackage: b.Package, AnnotationBundleName: b.Name,
-				AnnotationBundleVersion: b.Version, AnnotationCatalog: b.Catalog,
-			},
+			Annotations:     bundleAnnotations(b),
 		},
 		Spec: rukpakv1alpha1.BundleDeploymentSpec{
 			ProvisionerClassName: prov,
@@ -174,17 +173,32 @@ func mergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
 	return changed
 }
 
-// bundleFromDeployment is the bundle a BundleDeployment installs, read from its annotations.
-func bundleFromDeployment(bd *rukpakv1alpha1.BundleDeployment) *operatorsv1alpha1.BundleMetadata {
-	if bd == nil || bd.Annotations[AnnotationBundleName] == "" {
+// bundleAnnotations are the annotations by which the BundleDeployment that installs b names it
+// (read back by bundleMetadata, and by deppy's cluster package, for which it is installed).
+func bundleAnnotations(b *resolve.Bundle) map[string]string {
+	return map[string]string{
+		AnnotationPackage: b.Package, AnnotationBundleName: b.Name,
+		AnnotationBundleVersion: b.Version, AnnotationCatalog: b.Catalog,
+	}
+}
+
+// bundleMetadata is the identity of the bundle that BundleDeployment annotations (bundleAnnotations)
+// name, with its image: status.installedBundle from the BundleDeployment, status.resolvedBundle from
+// the annotations the resolved bundle's BundleDeployment gets. Nil when they name no bundle.
+func bundleMetadata(annotations map[string]string, image string) *operatorsv1alpha1.BundleMetadata {
+	if annotations[AnnotationBundleName] == "" {
 		return nil
 	}
-	md := &operatorsv1alpha1.BundleMetadata{
-		Name: bd.Annotations[AnnotationBundleName], Version: bd.Annotations[AnnotationBundleVersion],
-		Catalog: bd.Annotations[AnnotationCatalog],
+	return &operatorsv1alpha1.BundleMetadata{
+		Name: annotations[AnnotationBundleName], Version: annotations[AnnotationBundleVersion],
+		Catalog: annotations[AnnotationCatalog], Source: image,
 	}
-	if bd.Spec.Source.Image != nil {
-		md.Source = bd.Spec.Source.Image.Ref
+}
+
+// sourceImage is the image bd installs ("" when its source is not an image).
+func sourceImage(bd *rukpakv1alpha1.BundleDeployment) string {
+	if bd.Spec.Source.Image == nil {
+		return ""
 	}
-	return md
+	return bd.Spec.Source.Image.Ref
 }

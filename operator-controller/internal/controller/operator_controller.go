@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,6 +33,7 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // OperatorReconciler reconciles Operators.
@@ -46,7 +46,8 @@ type OperatorReconciler struct {
 	Catalogs *catalogs.Cache
 	// Metrics, when set, records resolution durations and Operator states.
 	Metrics *Metrics
-	// Recorder, when set, records Events on Operators (dependency Operators created and deleted).
+	// Recorder, when set, records Events on Operators: one per condition transition (conditionEvents)
+	// and the dependency Operators created and deleted.
 	Recorder record.EventRecorder
 	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 4). Resolution itself
 	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
@@ -66,16 +67,16 @@ type OperatorReconciler struct {
 // +kubebuilder:rbac:groups=metadata.catalogd.operatorframework.io,resources=catalogmetadata,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;update
 
-// Reconcile runs the steps for one Operator: resolve → ensureNamespace → ensureBundleDeployment →
-// report status (one status write at the end).
+// Reconcile runs the steps for one Operator: ensureFinalizer → resolution → apply (install or
+// ensurePolicies) → setStatus → patchStatus (one status write, and an Event per condition
+// transition). A step that fails returns a step.Error naming the condition and reason it sets;
+// setStatus reads them from there and step.Result turns them into the result: resolution that could
+// not run is looked at again after retryResolution, an install that retrying cannot fix (a terminal
+// error) is not retried, and any other failure is retried with backoff.
 func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	l := log.FromContext(ctx)
-	op := &operatorsv1alpha1.Operator{}
-	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
-		if apierrors.IsNotFound(err) && r.Metrics != nil {
-			r.Metrics.Forget(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	op, err := r.getOperator(ctx, req.NamespacedName)
+	if op == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !op.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, op)
@@ -84,71 +85,111 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	before := op.DeepCopy()
-
-	var obs observations
 	bd, err := r.currentBundleDeployment(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.bd = bd
+	obs := r.resolution(ctx, op, bd)
+	r.apply(ctx, op, &obs)
+	setStatus(op, obs)
+	if err := r.patchStatus(ctx, before, op); err != nil {
+		return ctrl.Result{}, err
+	}
+	return step.Result(obs.err(), ctrl.Result{})
+}
 
+// getOperator reads the Operator; nil when it is gone (its metrics are forgotten).
+func (r *OperatorReconciler) getOperator(ctx context.Context, key types.NamespacedName) (*operatorsv1alpha1.Operator, error) {
+	op := &operatorsv1alpha1.Operator{}
+	if err := r.Client.Get(ctx, key, op); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if r.Metrics != nil {
+			r.Metrics.Forget(key.Name)
+		}
+		return nil, nil
+	}
+	return op, nil
+}
+
+// resolution resolves op, whose BundleDeployment is bd, and starts the observations with the
+// outcome. Resolution that could not run fails Resolved (ResolutionFailed) and is looked at again
+// after retryResolution.
+func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) observations {
+	obs := observations{bd: bd}
 	outcome, err := r.resolve(ctx, op)
 	if err != nil {
-		obs.resolveErr = err
-	} else {
-		obs.outcome = &outcome
+		log.FromContext(ctx).Info("resolution could not run", "error", err.Error())
+		obs.resolveErr = step.Failed(operatorsv1alpha1.TypeResolved, operatorsv1alpha1.ReasonResolutionFailed, err).After(retryResolution(err))
+		return obs
 	}
+	obs.outcome = &outcome
+	return obs
+}
 
-	var stepErr error
-	if op.Spec.Paused && bd == nil {
-		// Paused before anything was installed: nothing is created until it is resumed.
+// apply writes what the resolution asks for and records it in obs: nothing while op is paused before
+// anything was installed; the resolved bundle (install); or, when nothing resolved, op's policies to
+// the installed BundleDeployment, which stays (orphaning an Operator whose catalog is gone must work).
+func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) {
+	switch {
+	case op.Spec.Paused && obs.bd == nil:
 		obs.pausedBeforeInstall = true
-	} else if obs.outcome != nil && obs.outcome.Bundle != nil {
-		ns := installNamespace(op, obs.outcome.Bundle)
-		if bd != nil && bd.Spec.InstallNamespace != "" {
-			ns = bd.Spec.InstallNamespace
-		}
-		obs.namespace = ns
-		if err := r.ensureNamespaceUnlessInstalled(ctx, op, bd, ns); err != nil {
-			obs.applyErr, stepErr = err, err
-		} else if newBD, err := r.ensureBundleDeployment(ctx, op, bd, obs.outcome.Bundle, ns); err != nil {
-			obs.applyErr = err
-			var term *terminalError
-			if !errors.As(err, &term) {
-				stepErr = err
-			}
-		} else {
-			obs.bd = newBD
-			deps, err := r.ensureDependencies(ctx, op, obs.outcome.Bundle)
-			obs.dependencies = deps
-			if err != nil {
-				obs.applyErr, stepErr = err, err
-			}
-		}
-	} else if bd != nil {
-		// Nothing resolved: the installed bundle stays, but the ownership policies still reach its
-		// BundleDeployment (orphaning an Operator whose catalog is gone must work).
-		if newBD, err := r.ensurePolicies(ctx, op, bd); err != nil {
-			obs.applyErr, stepErr = err, err
-		} else {
-			obs.bd = newBD
-		}
+	case obs.outcome != nil && obs.outcome.Bundle != nil:
+		obs.applyErr = r.install(ctx, op, obs)
+	case obs.bd != nil:
+		bd, err := r.ensurePolicies(ctx, op, obs.bd)
+		obs.bd, obs.applyErr = bd, installFailed(err)
 	}
+}
 
-	setStatus(op, obs)
+// install writes the resolved bundle: its install namespace, its BundleDeployment, then the
+// Operators of its dependencies. obs gets the namespace, the BundleDeployment as written and the
+// dependencies.
+func (r *OperatorReconciler) install(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) *step.Error {
+	b := obs.outcome.Bundle
+	ns := installNamespace(op, obs.bd, b)
+	obs.namespace = ns
+	if err := r.ensureNamespaceUnlessInstalled(ctx, op, obs.bd, ns); err != nil {
+		return installFailed(err)
+	}
+	bd, err := r.ensureBundleDeployment(ctx, op, obs.bd, b, ns)
+	if err != nil {
+		return installFailed(err)
+	}
+	obs.bd = bd
+	deps, err := r.ensureDependencies(ctx, op, b)
+	obs.dependencies = deps
+	return installFailed(err)
+}
+
+// installFailed is err as a failure of the Installed condition: the step.Error err carries (a
+// terminal one from ensureBundleDeployment), else InstallationFailed, retried with backoff. Nil when
+// err is.
+func installFailed(err error) *step.Error {
+	if err == nil {
+		return nil
+	}
+	if se, ok := step.As(err); ok {
+		return se
+	}
+	return step.Failed(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
+}
+
+// patchStatus writes op's status when it differs from before's (the one status write of a
+// reconcile), records an Event per condition transition (conditionEvents) and op's state in the
+// metrics.
+func (r *OperatorReconciler) patchStatus(ctx context.Context, before, op *operatorsv1alpha1.Operator) error {
 	if !equality.Semantic.DeepEqual(before.Status, op.Status) {
 		if err := r.Client.Status().Patch(ctx, op, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
+			return fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
 		}
+		conditionEvents.Record(r.Recorder, op, before.Status.Conditions, op.Status.Conditions)
 	}
 	if r.Metrics != nil {
 		r.Metrics.observe(op)
 	}
-	if obs.resolveErr != nil {
-		l.Info("resolution could not run", "error", obs.resolveErr.Error())
-		return ctrl.Result{RequeueAfter: retryResolution(obs.resolveErr)}, nil
-	}
-	return ctrl.Result{}, stepErr
+	return nil
 }
 
 // retryResolution is when to reconcile again after resolution could not run: 30 s, or sooner when
@@ -165,12 +206,6 @@ func retryResolution(err error) time.Duration {
 // DefaultMaxConcurrentReconciles is the number of Operators reconciled at once when
 // OperatorReconciler.MaxConcurrentReconciles is not set.
 const DefaultMaxConcurrentReconciles = 4
-
-// terminalError is an error that retrying cannot fix (e.g. an unsupported bundle media type).
-type terminalError struct{ err error }
-
-func (e *terminalError) Error() string { return e.err.Error() }
-func (e *terminalError) Unwrap() error { return e.err }
 
 func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator) (*rukpakv1alpha1.BundleDeployment, error) {
 	bd := &rukpakv1alpha1.BundleDeployment{}
@@ -239,17 +274,19 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	return o, nil
 }
 
-// ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b.
+// ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b. What the
+// API would refuse whatever the retry (an unsupported bundle, an invalid object) is a terminal
+// Installed failure.
 func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
 	want, err := desiredBundleDeployment(op, b, ns)
 	if err != nil {
-		return have, &terminalError{err}
+		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 	}
 	if have == nil {
 		if err := r.Client.Create(ctx, want); err != nil {
 			err = fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err)
 			if apierrors.IsInvalid(err) {
-				return nil, &terminalError{err}
+				return nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 			}
 			return nil, err
 		}
@@ -263,67 +300,12 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	if err := r.Client.Update(ctx, updated); err != nil {
 		err = fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err)
 		if apierrors.IsInvalid(err) {
-			return have, &terminalError{err}
+			return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 		}
 		return have, err
 	}
 	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
 	return updated, nil
-}
-
-// Finalizer holds a deleted Operator until its deletionPolicy and collisionPolicy have reached its
-// BundleDeployment (and, for Orphan, its install namespace was released). Without it, deleting an
-// Operator right after setting deletionPolicy: Orphan could let the garbage collector delete the
-// BundleDeployment, and everything it installed, under the old policy.
-const Finalizer = "operators.operatorframework.io/pass-deletion-policy"
-
-func (r *OperatorReconciler) ensureFinalizer(ctx context.Context, op *operatorsv1alpha1.Operator) error {
-	if controllerutil.ContainsFinalizer(op, Finalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(op.DeepCopy())
-	controllerutil.AddFinalizer(op, Finalizer)
-	if err := r.Client.Patch(ctx, op, patch); err != nil {
-		return fmt.Errorf("adding finalizer %s to Operator %q: %w", Finalizer, op.Name, err)
-	}
-	return nil
-}
-
-// finalize passes the deleted Operator's policies to its BundleDeployment and deletes it (rukpak then
-// deletes or orphans what it installed), then lets the Operator go; the garbage collector removes the
-// namespace created for the Operator, unless it was released for Orphan.
-func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1.Operator) error {
-	if !controllerutil.ContainsFinalizer(op, Finalizer) {
-		return nil
-	}
-	bd, err := r.currentBundleDeployment(ctx, op)
-	if err != nil {
-		return err
-	}
-	// The dependency Operators it created go when nothing else needs them (the garbage collector
-	// would delete them once this Operator is gone; this does not wait for it).
-	if err := r.releaseDependencies(ctx, op, nil); err != nil {
-		return err
-	}
-	if bd != nil && bd.DeletionTimestamp.IsZero() {
-		if _, err := r.ensurePolicies(ctx, op, bd); err != nil {
-			return err
-		}
-		// Delete it now rather than leave it to the garbage collector, which may not watch the
-		// Operator kind yet on a fresh cluster (its discovery refresh takes up to 30 s).
-		if err := r.Client.Delete(ctx, bd, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting BundleDeployment %q of the deleted Operator: %w", bd.Name, err)
-		}
-	}
-	patch := client.MergeFrom(op.DeepCopy())
-	controllerutil.RemoveFinalizer(op, Finalizer)
-	if err := r.Client.Patch(ctx, op, patch); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if r.Metrics != nil {
-		r.Metrics.Forget(op.Name)
-	}
-	return nil
 }
 
 // ensurePolicies passes op's collisionPolicy and deletionPolicy to its existing BundleDeployment

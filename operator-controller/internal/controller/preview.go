@@ -21,10 +21,10 @@ func Requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.B
 	return requests(ops, bds, cats)
 }
 
-// InstallNamespace is the namespace a reconcile installs op's bundle b into (before an existing
-// BundleDeployment's spec.installNamespace, which wins).
+// InstallNamespace is the namespace a reconcile installs op's bundle b into when op has no
+// BundleDeployment yet (an existing BundleDeployment's spec.installNamespace wins).
 func InstallNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
-	return installNamespace(op, b)
+	return installNamespace(op, nil, b)
 }
 
 // DesiredNamespace is the Namespace a reconcile creates for op when its install namespace is missing.

@@ -12,18 +12,25 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/paused"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
-// observations is what one reconcile learned; setStatus turns it into the Operator's status.
+// observations is what one reconcile learned; setStatus turns it into the Operator's status. Only
+// the previous conditions (for transition times and for keeping Deprecated and UpgradeAvailable when
+// nothing resolved) and the previous installedBundle (what stays installed while another bundle
+// fails) are read from the status itself; nothing in the status is an input of what is written to
+// the cluster.
 type observations struct {
-	// resolveErr is set when resolution could not run (e.g. a catalog could not be read).
-	resolveErr error
+	// resolveErr is set when resolution could not run (e.g. a catalog could not be read): a
+	// Resolved failure.
+	resolveErr *step.Error
 	// outcome is the resolution result for this Operator (nil when resolution could not run).
 	outcome *resolve.Outcome
 	// bd is the Operator's BundleDeployment after this reconcile (nil when there is none).
 	bd *rukpakv1alpha1.BundleDeployment
-	// applyErr is set when the BundleDeployment could not be written.
-	applyErr error
+	// applyErr is set when the namespace, the BundleDeployment or the dependencies could not be
+	// written: an Installed failure.
+	applyErr *step.Error
 	// namespace is the install namespace chosen.
 	namespace string
 	// dependencies are the packages satisfying the resolved bundle's dependencies (nil when the
@@ -33,8 +40,25 @@ type observations struct {
 	pausedBeforeInstall bool
 }
 
-func bundleMetadata(b *resolve.Bundle) *operatorsv1alpha1.BundleMetadata {
-	return &operatorsv1alpha1.BundleMetadata{Name: b.Name, Version: b.Version, Catalog: b.Catalog, Source: b.Image}
+// err is the failure Reconcile returns (through step.Result): resolution's, which says when to look
+// again, before the install's. Nil when no step failed.
+func (obs observations) err() error {
+	switch {
+	case obs.resolveErr != nil:
+		return obs.resolveErr
+	case obs.applyErr != nil:
+		return obs.applyErr
+	}
+	return nil
+}
+
+// conditionEvents says which condition transitions are Warnings: a False Paused, Deprecated or
+// UpgradeAvailable is the normal state, and a pending resolution or installation is progress, not a
+// failure; a deprecation is a Warning although it is Deprecated=True.
+var conditionEvents = step.Policy{
+	NotFailures: []string{operatorsv1alpha1.TypePaused, operatorsv1alpha1.TypeDeprecated, operatorsv1alpha1.TypeUpgradeAvailable},
+	Progressing: []string{operatorsv1alpha1.ReasonResolutionPending, operatorsv1alpha1.ReasonInstallationPending},
+	Warnings:    []string{operatorsv1alpha1.ReasonPackageDeprecated, operatorsv1alpha1.ReasonChannelDeprecated, operatorsv1alpha1.ReasonBundleDeprecated},
 }
 
 // setStatus computes every condition of op from obs, in one place.
@@ -56,7 +80,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		if obs.bd != nil {
 			msg += fmt.Sprintf(" (the installed bundle %s stays installed)", obs.bd.Annotations[AnnotationBundleName])
 		}
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, msg)
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, msg)
 	case obs.outcome == nil:
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionUnknown, operatorsv1alpha1.ReasonResolutionPending, "resolution has not run yet")
 	case obs.outcome.Bundle == nil:
@@ -67,7 +91,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, msg)
 	default:
 		bundle = obs.outcome.Bundle
-		op.Status.ResolvedBundle = bundleMetadata(bundle)
+		op.Status.ResolvedBundle = bundleMetadata(bundleAnnotations(bundle), bundle.Image)
 		if obs.applyErr == nil || obs.dependencies != nil {
 			op.Status.Dependencies = obs.dependencies
 		}
@@ -106,7 +130,7 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc)
 	bd := obs.bd
 	switch {
 	case obs.applyErr != nil:
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationFailed, obs.applyErr.Error())
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, obs.applyErr.Reason, obs.applyErr.Error())
 		return
 	case bd == nil && obs.pausedBeforeInstall:
 		op.Status.InstalledBundle = nil
@@ -121,7 +145,7 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc)
 	installed, unpacked := bdCondition(bd, rukpakv1alpha1.TypeInstalled), bdCondition(bd, rukpakv1alpha1.TypeUnpacked)
 	switch {
 	case installed != nil && installed.Status == metav1.ConditionTrue:
-		op.Status.InstalledBundle = bundleFromDeployment(bd)
+		op.Status.InstalledBundle = bundleMetadata(bd.Annotations, sourceImage(bd))
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded,
 			fmt.Sprintf("bundle %s (version %s) is installed in namespace %q by BundleDeployment %q",
 				bd.Annotations[AnnotationBundleName], bd.Annotations[AnnotationBundleVersion], bd.Spec.InstallNamespace, bd.Name))

@@ -11,6 +11,7 @@ import (
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 func TestProvisionerFor(t *testing.T) {
@@ -28,23 +29,34 @@ func TestProvisionerFor(t *testing.T) {
 	}
 }
 
+// TestInstallNamespace: the BundleDeployment's namespace wins (an install never moves), then
+// spec.installNamespace, the bundle's suggestion and the package name; status.installNamespace is
+// output only, so a stale or garbage value changes nothing.
 func TestInstallNamespace(t *testing.T) {
 	op := func(spec, status string) *operatorsv1alpha1.Operator {
 		return &operatorsv1alpha1.Operator{Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", InstallNamespace: spec}, Status: operatorsv1alpha1.OperatorStatus{InstallNamespace: status}}
 	}
+	installedIn := func(ns string) *rukpakv1alpha1.BundleDeployment {
+		return &rukpakv1alpha1.BundleDeployment{Spec: rukpakv1alpha1.BundleDeploymentSpec{InstallNamespace: ns}}
+	}
 	suggests := &resolve.Bundle{SuggestedNamespace: "suggested"}
 	for _, tt := range []struct {
+		name string
 		op   *operatorsv1alpha1.Operator
+		bd   *rukpakv1alpha1.BundleDeployment
 		b    *resolve.Bundle
 		want string
 	}{
-		{op("", ""), &resolve.Bundle{}, "pkg"},
-		{op("", ""), suggests, "suggested"},
-		{op("mine", ""), suggests, "mine"},
-		{op("", "chosen-before"), suggests, "chosen-before"},
+		{"package name", op("", ""), nil, &resolve.Bundle{}, "pkg"},
+		{"suggested", op("", ""), nil, suggests, "suggested"},
+		{"spec", op("mine", ""), nil, suggests, "mine"},
+		{"the BundleDeployment's", op("mine", ""), installedIn("installed"), suggests, "installed"},
+		{"a BundleDeployment without namespace", op("", ""), installedIn(""), suggests, "suggested"},
+		{"stale status, no BundleDeployment", op("", "chosen-before"), nil, suggests, "suggested"},
+		{"garbage status, BundleDeployment", op("", "Not a Namespace!"), installedIn("installed"), suggests, "installed"},
 	} {
-		if got := installNamespace(tt.op, tt.b); got != tt.want {
-			t.Errorf("got %q, want %q", got, tt.want)
+		if got := installNamespace(tt.op, tt.bd, tt.b); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
@@ -137,7 +149,7 @@ func TestSetStatus(t *testing.T) {
 	if op.Status.ResolvedBundle == nil || op.Status.ResolvedBundle.Name != "p.v1" {
 		t.Errorf("resolvedBundle must keep the last successful resolution: %+v", op.Status.ResolvedBundle)
 	}
-	setStatus(op, observations{resolveErr: errors.New("reading catalog content: boom")})
+	setStatus(op, observations{resolveErr: step.Failed(operatorsv1alpha1.TypeResolved, operatorsv1alpha1.ReasonResolutionFailed, errors.New("reading catalog content: boom"))})
 	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Reason != operatorsv1alpha1.ReasonResolutionFailed || c.Message != "reading catalog content: boom" {
 		t.Errorf("Resolved %+v", c)
 	}
@@ -238,7 +250,7 @@ func TestSetInstalledMirrorsBundleDeployment(t *testing.T) {
 
 	// An error of operator-controller itself (writing the BundleDeployment) stays InstallationFailed.
 	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op"}}
-	setStatus(op, observations{applyErr: errors.New("creating BundleDeployment \"op\": forbidden")})
+	setStatus(op, observations{applyErr: installFailed(errors.New("creating BundleDeployment \"op\": forbidden"))})
 	if got := cond(op, operatorsv1alpha1.TypeInstalled); got.Reason != operatorsv1alpha1.ReasonInstallationFailed || !strings.Contains(got.Message, "forbidden") {
 		t.Errorf("Installed after a write error: %+v", got)
 	}
