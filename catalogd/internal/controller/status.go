@@ -9,13 +9,28 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
-// unpackOutcome is what the unpack step observed for the current generation.
+// unpackOutcome is what the unpack steps observed for the current generation.
 type unpackOutcome struct {
 	// reason is the Unpacked reason: Succeeded, Pending, UnpackFailed or InvalidCatalog.
 	reason  string
 	message string
+}
+
+// outcome is the Unpacked outcome of generation gen's unpack steps: UnpackSucceeded with what they
+// did (done) when err is nil, else the Reason of the step error on Unpacked that stopped them
+// (UnpackFailed for any other error) with its text.
+func outcome(gen int64, done string, err error) unpackOutcome {
+	if err == nil {
+		return unpackOutcome{reason: catalogdv1alpha1.ReasonUnpackSucceeded, message: fmt.Sprintf("generation %d: %s", gen, done)}
+	}
+	reason := catalogdv1alpha1.ReasonUnpackFailed
+	if se, ok := step.As(err); ok && se.Condition == catalogdv1alpha1.TypeUnpacked && se.Reason != "" {
+		reason = se.Reason
+	}
+	return unpackOutcome{reason: reason, message: fmt.Sprintf("generation %d: %v", gen, err)}
 }
 
 // setConditions writes Unpacked and Serving from the outcome and what the store serves, and

@@ -174,6 +174,8 @@ func (h *Hub) Sync() error {
 
 // Notify re-reads catalog from the store; when its content changed it moves to the new state,
 // records the transition and sends ADDED, MODIFIED and DELETED events (then a bookmark) to watchers.
+// The steps: open the served content → readState (outside the lock: readers keep being served the
+// previous state) → deletions → commit (under the lock).
 func (h *Hub) Notify(catalog string) error {
 	h.notifyMu.Lock()
 	defer h.notifyMu.Unlock()
@@ -191,55 +193,86 @@ func (h *Hub) Notify(catalog string) error {
 		return snap.Close()
 	}
 
-	// Read the new content outside the lock: readers keep being served the previous state.
-	type event struct {
-		change
-		obj *metadatav1alpha1.CatalogMetadata
-	}
-	var events []event
 	var next *catalogState
+	var events []objectEvent
 	if served {
-		next = &catalogState{hash: snap.Hash(), pin: newPinned(snap), objects: map[string]*entry{}}
-		err := snap.Blobs(Filter{}, func(b Blob) error {
-			e := newEntry(catalog, b)
-			if _, dup := next.objects[e.object]; dup {
-				return nil // the same identity twice: the first one is the object
-			}
-			var old *entry
-			if prev != nil {
-				old = prev.objects[e.object]
-			}
-			if old != nil && old.hash == e.hash {
-				next.objects[e.object] = old
-				return nil
-			}
-			next.objects[e.object] = e
-			typ := watch.Added
-			if old != nil {
-				typ = watch.Modified
-			}
-			events = append(events, event{change{typ: typ, old: old, new: e}, newObject(e, b.Content)})
-			return nil
-		})
-		if err != nil {
-			next.pin.release()
+		if next, events, err = readState(catalog, snap, prev); err != nil {
 			return err
 		}
 	}
+	events = appendDeleted(events, prev, next)
+	sort.Slice(events, func(i, j int) bool { return events[i].object() < events[j].object() })
+	h.commit(catalog, prev, next, events)
 	if prev != nil {
-		for name, old := range prev.objects {
-			if next == nil || next.objects[name] == nil {
-				events = append(events, event{change{typ: watch.Deleted, old: old}, newObject(old, nil)})
-			}
+		prev.pin.release()
+	}
+	return nil
+}
+
+// objectEvent is one watch event of a transition, with the change the history retains of it.
+type objectEvent struct {
+	change
+	obj *metadatav1alpha1.CatalogMetadata
+}
+
+// readState reads catalog's new content snap into a state that pins it, with an ADDED or MODIFIED
+// event for every object that is new or changed since prev (nil: the catalog was not served).
+// Objects that did not change keep prev's entries. On failure snap is closed.
+func readState(catalog string, snap Snapshot, prev *catalogState) (*catalogState, []objectEvent, error) {
+	next := &catalogState{hash: snap.Hash(), pin: newPinned(snap), objects: map[string]*entry{}}
+	var events []objectEvent
+	err := snap.Blobs(Filter{}, func(b Blob) error {
+		e := newEntry(catalog, b)
+		if _, dup := next.objects[e.object]; dup {
+			return nil // the same identity twice: the first one is the object
+		}
+		var old *entry
+		if prev != nil {
+			old = prev.objects[e.object]
+		}
+		if old != nil && old.hash == e.hash {
+			next.objects[e.object] = old
+			return nil
+		}
+		next.objects[e.object] = e
+		typ := watch.Added
+		if old != nil {
+			typ = watch.Modified
+		}
+		events = append(events, objectEvent{change{typ: typ, old: old, new: e}, newObject(e, b.Content)})
+		return nil
+	})
+	if err != nil {
+		next.pin.release()
+		return nil, nil, err
+	}
+	return next, events, nil
+}
+
+// appendDeleted appends a DELETED event for every object of prev that next (nil: the catalog is no
+// longer served) does not have.
+func appendDeleted(events []objectEvent, prev, next *catalogState) []objectEvent {
+	if prev == nil {
+		return events
+	}
+	for name, old := range prev.objects {
+		if next == nil || next.objects[name] == nil {
+			events = append(events, objectEvent{change{typ: watch.Deleted, old: old}, newObject(old, nil)})
 		}
 	}
-	sort.Slice(events, func(i, j int) bool { return events[i].object() < events[j].object() })
+	return events
+}
+
+// commit swaps catalog's state prev for next (either may be nil), moves to the new state version,
+// records the transition in the history and sends events, then a bookmark, to every watcher.
+func (h *Hub) commit(catalog string, prev, next *catalogState, events []objectEvent) {
 	changes := make([]change, len(events))
 	for i, ev := range events {
 		changes[i] = ev.change
 	}
 
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if prev != nil {
 		for name := range prev.objects {
 			delete(h.byName, name)
@@ -266,12 +299,6 @@ func (h *Hub) Notify(catalog string) error {
 		}
 		w.send(mark)
 	}
-	h.mu.Unlock()
-
-	if prev != nil {
-		prev.pin.release()
-	}
-	return nil
 }
 
 // lookup returns an object's entry and its catalog's content, pinned: the caller releases it.

@@ -123,89 +123,122 @@ var errStop = errors.New("page full")
 // List implements rest.Lister: selectors narrow the store query where they name exact values, and
 // limit/continue page through catalogs in name order and blobs in store order. Every page of a list
 // answers the first page's resourceVersion; a page is served only from the same content as the
-// first one had (on any replica), otherwise it is 410 Gone.
+// first one had (on any replica), otherwise it is 410 Gone. The steps: listStart (check the
+// continue token or resourceVersion) → view (pin the current state) → continueView (check that a
+// continued list still sees the content of its first page) → fillPage.
 func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
 	sel := newSelection(opts.LabelSelector, opts.FieldSelector)
-	var cont *continueToken
-	if opts.Continue != "" {
-		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return nil, apierrors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
-		}
-		var err error
-		if cont, err = decodeContinue(opts.Continue); err != nil {
-			return nil, err
-		}
-		if cont.Selector != selectorDigest(sel.labels, sel.fields) {
-			return nil, apierrors.NewBadRequest("invalid continue token: it was issued for other label or field selectors; continue a list with the selectors of its first page")
-		}
-	} else if err := r.checkListVersion(opts.ResourceVersion, opts.ResourceVersionMatch); err != nil {
+	cont, err := r.listStart(opts, sel)
+	if err != nil {
 		return nil, err
 	}
-
 	v := r.hub.view(sel.catalog)
 	defer func() { v.release() }()
 	list := &metadatav1alpha1.CatalogMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: v.rv}}
-	catalogs := v.catalogs
-	skip := 0
 	if cont != nil {
-		if v.restVersion(cont.Catalog) != cont.Rest {
-			// This replica may be behind the one that issued the token: catch up, then decide.
-			_ = r.hub.Sync()
-			v.release()
-			v = r.hub.view(sel.catalog)
-			if v.restVersion(cont.Catalog) != cont.Rest {
-				return nil, apierrors.NewResourceExpired(fmt.Sprintf(
-					"the content of catalog %s or of a later catalog this list covers changed since the list began (or this replica serves other content): list again without continue", quoteShort(cont.Catalog)))
-			}
+		if v, err = r.continueView(v, cont, sel.catalog); err != nil {
+			return nil, err
 		}
 		list.ResourceVersion = cont.RV
-		i := sort.SearchStrings(v.catalogs, cont.Catalog)
-		catalogs = v.catalogs[i:]
-		if i < len(v.catalogs) && v.catalogs[i] == cont.Catalog {
-			skip = cont.Offset
-		}
 	}
-	limit := opts.Limit
-	for _, c := range catalogs {
-		state := v.states[c]
-		matched := 0
-		if c != cont.catalog() {
-			skip = 0
-		}
-		err := state.pin.snap.Blobs(sel.filter, func(b Blob) error {
-			e := state.objects[ObjectName(c, b.Schema, b.Package, b.Name)]
-			if e == nil {
-				e = newEntry(c, b)
-			}
-			obj := newObject(e, b.Content)
-			if !sel.matches(obj) {
-				return nil
-			}
-			matched++
-			if matched <= skip {
-				return nil
-			}
-			if limit > 0 && int64(len(list.Items)) == limit {
-				list.Continue = continueToken{
-					Version: continueVersion, RV: list.ResourceVersion, Catalog: c, Offset: matched - 1,
-					Rest: v.restVersion(c), Selector: selectorDigest(sel.labels, sel.fields),
-				}.encode()
-				return errStop
-			}
-			list.Items = append(list.Items, *obj)
-			return nil
-		})
-		if errors.Is(err, errStop) {
-			return list, nil
-		}
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
+	if err := fillPage(list, v, sel, cont, opts.Limit); err != nil {
+		return nil, err
 	}
 	return list, nil
+}
+
+// listStart checks where a list starts: the continue token, issued for the same selectors, of a
+// later page, or else a resourceVersion this replica can list at (checkListVersion).
+func (r *REST) listStart(opts *metainternalversion.ListOptions, sel selection) (*continueToken, error) {
+	if opts.Continue == "" {
+		return nil, r.checkListVersion(opts.ResourceVersion, opts.ResourceVersionMatch)
+	}
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return nil, apierrors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
+	}
+	cont, err := decodeContinue(opts.Continue)
+	if err != nil {
+		return nil, err
+	}
+	if cont.Selector != selectorDigest(sel.labels, sel.fields) {
+		return nil, apierrors.NewBadRequest("invalid continue token: it was issued for other label or field selectors; continue a list with the selectors of its first page")
+	}
+	return cont, nil
+}
+
+// continueView checks that v serves the content cont's first page saw for cont's catalog and every
+// later one. When it does not, this replica may be behind the one that issued the token: it catches
+// up and pins the state again. It returns the view to list from (to release), with 410 Gone when the
+// content still differs.
+func (r *REST) continueView(v *view, cont *continueToken, only string) (*view, error) {
+	if v.restVersion(cont.Catalog) == cont.Rest {
+		return v, nil
+	}
+	_ = r.hub.Sync()
+	v.release()
+	v = r.hub.view(only)
+	if v.restVersion(cont.Catalog) != cont.Rest {
+		return v, apierrors.NewResourceExpired(fmt.Sprintf(
+			"the content of catalog %s or of a later catalog this list covers changed since the list began (or this replica serves other content): list again without continue", quoteShort(cont.Catalog)))
+	}
+	return v, nil
+}
+
+// fillPage appends to list the matching objects of v's catalogs, from where cont left off (nil:
+// from the first), until list holds limit items (0: no limit); then list.Continue says where the
+// next page starts.
+func fillPage(list *metadatav1alpha1.CatalogMetadataList, v *view, sel selection, cont *continueToken, limit int64) error {
+	catalogs := v.catalogs
+	if cont != nil {
+		catalogs = v.catalogs[sort.SearchStrings(v.catalogs, cont.Catalog):]
+	}
+	for _, c := range catalogs {
+		skip := 0
+		if c == cont.catalog() {
+			skip = cont.Offset
+		}
+		err := fillFromCatalog(list, v, c, sel, skip, limit)
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
+	return nil
+}
+
+// fillFromCatalog appends the objects of catalog c that match sel, but for the first skip, to list.
+// Once list holds limit items and another object matches, it sets list.Continue and returns errStop.
+func fillFromCatalog(list *metadatav1alpha1.CatalogMetadataList, v *view, c string, sel selection, skip int, limit int64) error {
+	state := v.states[c]
+	matched := 0
+	return state.pin.snap.Blobs(sel.filter, func(b Blob) error {
+		e := state.objects[ObjectName(c, b.Schema, b.Package, b.Name)]
+		if e == nil {
+			e = newEntry(c, b)
+		}
+		obj := newObject(e, b.Content)
+		if !sel.matches(obj) {
+			return nil
+		}
+		matched++
+		if matched <= skip {
+			return nil
+		}
+		if limit > 0 && int64(len(list.Items)) == limit {
+			list.Continue = continueToken{
+				Version: continueVersion, RV: list.ResourceVersion, Catalog: c, Offset: matched - 1,
+				Rest: v.restVersion(c), Selector: selectorDigest(sel.labels, sel.fields),
+			}.encode()
+			return errStop
+		}
+		list.Items = append(list.Items, *obj)
+		return nil
+	})
 }
 
 func (t *continueToken) catalog() string {

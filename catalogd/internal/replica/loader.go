@@ -19,8 +19,8 @@ import (
 func SourceKey(catalog string) string { return "catalog/" + catalog }
 
 // Loader is the one way content enters or leaves a catalogd store: Load fetches a source, parses
-// and validates it and swaps it in; Remove deletes a catalog's content and unpacked source. Calls
-// for the same catalog are serialised. The leader's reconciler and every replica's Syncer share one
+// and validates it and swaps it in (Begin runs the same steps one by one); Remove deletes a
+// catalog's content and unpacked source. Calls for the same catalog are serialised. The leader's reconciler and every replica's Syncer share one
 // Loader per process.
 type Loader struct {
 	Unpacker source.Unpacker
@@ -108,78 +108,141 @@ type LoadError struct {
 func (e *LoadError) Error() string { return e.Err.Error() }
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// Load fetches req.Source, parses and validates it, and stores it as req.Catalog's content. The
+// Load fetches req.Source, parses and validates it, and stores it as req.Catalog's content: the
+// steps of a Load (Unpack, then Parse and Store unless the source is unchanged) in one call. The
 // store changes only on success; on any error the content served before stays served.
 func (l *Loader) Load(ctx context.Context, req Request) (*Result, error) {
-	unlock := l.locks.lock(req.Catalog)
-	defer unlock()
-	start := time.Now()
-	observe := func(result string) {
-		unpackDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	ld := l.Begin(req)
+	defer ld.End()
+	res, err := ld.Unpack(ctx)
+	if err != nil || res.Unchanged {
+		return res, err
 	}
+	if err := ld.Parse(ctx); err != nil {
+		return nil, err
+	}
+	return ld.Store()
+}
 
-	opts := source.Options{ImageDir: "configs", Namespace: l.Namespace}
-	cur, ok := l.Store.Get(req.Catalog)
+// Begin starts a load of req.Catalog, to run step by step: Unpack, then (unless the source is
+// unchanged) Parse, then Store. It holds the catalog's lock until End, so that loads and removals
+// of one catalog never overlap; call End exactly once, whatever happened.
+func (l *Loader) Begin(req Request) *Load {
+	return &Load{l: l, req: req, unlock: l.locks.lock(req.Catalog), start: time.Now()}
+}
+
+// Load is one load of a catalog, from Loader.Begin to End. Its steps fail with a *LoadError (Store
+// with the Guard's error as is); the store changes only when Store succeeds, so after any failure
+// the content served before stays served.
+type Load struct {
+	l      *Loader
+	req    Request
+	unlock func()
+	start  time.Time
+
+	dir      string                        // where Unpack put the source
+	resolved rukpakv1alpha1.ResolvedSource // what it resolved to
+	parsing  bool                          // Parse ran: End gives its memory back
+	parsed   *fbc.Catalog                  // what Parse read, closed by End
+	result   string                        // the catalogd_unpack_duration_seconds result; "": not observed
+	content  *storage.Content              // what the store serves once the load succeeded
+}
+
+// Unpack fetches req.Source. When the source still resolves to req.Previous and the store serves
+// req.PreviousHash, nothing is fetched and the load is complete: the Result is Unchanged, with the
+// served Content. Otherwise the Result says only what the source resolved to; Parse is next.
+func (ld *Load) Unpack(ctx context.Context) (*Result, error) {
+	req := ld.req
+	opts := source.Options{ImageDir: "configs", Namespace: ld.l.Namespace}
+	cur, ok := ld.l.Store.Get(req.Catalog)
 	if ok && req.Previous != nil && req.PreviousHash != "" && cur.Hash == req.PreviousHash && req.Previous.Type == req.Source.Type {
 		opts.Previous = req.Previous
 	}
-	res, err := l.Unpacker.Unpack(ctx, SourceKey(req.Catalog), req.Source, opts)
+	res, err := ld.l.Unpacker.Unpack(ctx, SourceKey(req.Catalog), req.Source, opts)
 	if err != nil {
-		observe("unpack_failed")
-		return nil, &LoadError{Stage: StageUnpack, Err: err}
+		return nil, ld.fail(&LoadError{Stage: StageUnpack, Err: err})
 	}
-	rs := res.ResolvedSource
+	ld.dir, ld.resolved = res.Dir, res.ResolvedSource
 	if res.Unchanged && opts.Previous != nil {
-		observe("unchanged")
-		contentBytes.WithLabelValues(req.Catalog).Set(float64(cur.Size))
-		return &Result{Resolved: rs, Content: cur, Unchanged: true}, nil
+		ld.result, ld.content = "unchanged", cur
+		return &Result{Resolved: ld.resolved, Content: cur, Unchanged: true}, nil
 	}
-
-	content, err := l.parseAndStore(ctx, req, res.Dir, &rs)
-	if err != nil {
-		var le *LoadError
-		if errors.As(err, &le) {
-			observe(le.Stage.metricResult())
-		}
-		return nil, err
-	}
-	observe("success")
-	contentBytes.WithLabelValues(req.Catalog).Set(float64(content.Size))
-	return &Result{Resolved: rs, Content: content}, nil
+	return &Result{Resolved: ld.resolved}, nil
 }
 
-func (l *Loader) parseAndStore(ctx context.Context, req Request, dir string, rs *rukpakv1alpha1.ResolvedSource) (*storage.Content, error) {
-	// The parsed catalog is garbage once stored (served content lives on disk): give the memory of
-	// the parse back to the OS, so that catalogd's resident set stays small between unpacks.
-	defer debug.FreeOSMemory()
-	// The canonical blobs spill to the store's own temporary directory, on the storage volume (the
-	// chart's /tmp is a small emptyDir); closing the parsed catalog frees that disk at once.
-	tmp, err := l.Store.TempDir()
+// Parse reads and validates what Unpack fetched, and checks that it is req.WantHash when that is
+// set. The parsed catalog's blobs spill to the store's own temporary directory, on the storage
+// volume (the chart's /tmp is a small emptyDir); End frees that disk and the parse's memory.
+func (ld *Load) Parse(ctx context.Context) error {
+	ld.parsing = true
+	rs := ld.resolved
+	tmp, err := ld.l.Store.TempDir()
 	if err != nil {
-		return nil, &LoadError{Stage: StageStore, Resolved: rs, Err: err}
+		return ld.fail(&LoadError{Stage: StageStore, Resolved: &rs, Err: err})
 	}
-	parsed, err := fbc.LoadWith(ctx, os.DirFS(dir), fbc.Options{TempDir: tmp})
+	parsed, err := fbc.LoadWith(ctx, os.DirFS(ld.dir), fbc.Options{TempDir: tmp})
 	if err != nil {
 		if fbc.IsInvalid(err) {
-			return nil, &LoadError{Stage: StageInvalid, Resolved: rs, Err: err}
+			return ld.fail(&LoadError{Stage: StageInvalid, Resolved: &rs, Err: err})
 		}
-		return nil, &LoadError{Stage: StageRead, Resolved: rs, Err: fmt.Errorf("reading the unpacked content: %w", err)}
+		return ld.fail(&LoadError{Stage: StageRead, Resolved: &rs, Err: fmt.Errorf("reading the unpacked content: %w", err)})
 	}
-	defer parsed.Close()
-	if req.WantHash != "" && parsed.Hash != req.WantHash {
-		return nil, &LoadError{Stage: StageMismatch, Resolved: rs, Hash: parsed.Hash,
-			Err: fmt.Errorf("%s now has content %s, not %s", rs.String(), parsed.Hash, req.WantHash)}
+	ld.parsed = parsed
+	if want := ld.req.WantHash; want != "" && parsed.Hash != want {
+		return ld.fail(&LoadError{Stage: StageMismatch, Resolved: &rs, Hash: parsed.Hash,
+			Err: fmt.Errorf("%s now has content %s, not %s", rs.String(), parsed.Hash, want)})
 	}
-	if req.Guard != nil {
-		if err := req.Guard(); err != nil {
+	return nil
+}
+
+// Store calls req.Guard, then swaps what Parse read in as req.Catalog's content, streaming it from
+// the parse's spill files; the load is complete.
+func (ld *Load) Store() (*Result, error) {
+	if ld.parsed == nil {
+		return nil, errors.New("replica: Store called without a successful Parse")
+	}
+	if ld.req.Guard != nil {
+		if err := ld.req.Guard(); err != nil {
 			return nil, err
 		}
 	}
-	content, err := l.Store.Put(req.Catalog, parsed)
+	content, err := ld.l.Store.Put(ld.req.Catalog, ld.parsed)
 	if err != nil {
-		return nil, &LoadError{Stage: StageStore, Resolved: rs, Err: fmt.Errorf("storing the content: %w", err)}
+		rs := ld.resolved
+		return nil, ld.fail(&LoadError{Stage: StageStore, Resolved: &rs, Err: fmt.Errorf("storing the content: %w", err)})
 	}
-	return content, nil
+	ld.result, ld.content = "success", content
+	return &Result{Resolved: ld.resolved, Content: content}, nil
+}
+
+// End closes the parsed catalog and gives the memory of the parse back to the OS (served content
+// lives on disk, so that catalogd's resident set stays small between unpacks), records the load in
+// catalogd_unpack_duration_seconds and catalogd_content_bytes, and releases the catalog's lock.
+func (ld *Load) End() {
+	if ld.unlock == nil {
+		return
+	}
+	if ld.parsed != nil {
+		_ = ld.parsed.Close()
+		ld.parsed = nil
+	}
+	if ld.parsing {
+		debug.FreeOSMemory()
+	}
+	if ld.result != "" {
+		unpackDuration.WithLabelValues(ld.result).Observe(time.Since(ld.start).Seconds())
+	}
+	if ld.content != nil {
+		contentBytes.WithLabelValues(ld.req.Catalog).Set(float64(ld.content.Size))
+	}
+	ld.unlock()
+	ld.unlock = nil
+}
+
+// fail notes the metric result of le and returns it.
+func (ld *Load) fail(le *LoadError) *LoadError {
+	ld.result = le.Stage.metricResult()
+	return le
 }
 
 // Remove deletes everything stored for catalog: its served content and its unpacked source. guard,

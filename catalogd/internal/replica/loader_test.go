@@ -280,3 +280,43 @@ func TestLoaderSerialisesOneCatalog(t *testing.T) {
 		t.Errorf("locks left behind: %v", l.locks.m)
 	}
 }
+
+// A Load run step by step holds the catalog's lock from Begin to End, changes the store only in
+// Store, and refuses Store without a successful Parse.
+func TestLoadStepByStep(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	early := l.Begin(Request{Catalog: "foo", Source: image("reg/foo:v1")})
+	if _, err := early.Store(); err == nil {
+		t.Error("Store without Parse succeeded")
+	}
+	early.End()
+
+	ld := l.Begin(Request{Catalog: "foo", Source: image("reg/foo:v1")})
+	removed := make(chan error, 1)
+	go func() { removed <- l.Remove(context.Background(), "foo", nil) }()
+	res, err := ld.Unpack(t.Context())
+	if err != nil || res.Unchanged || res.Content != nil {
+		t.Fatalf("Unpack: %+v, %v", res, err)
+	}
+	if err := ld.Parse(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Store.Get("foo"); ok {
+		t.Error("the store changed before Store")
+	}
+	res, err = ld.Store()
+	if err != nil || res.Content == nil {
+		t.Fatalf("Store: %+v, %v", res, err)
+	}
+	select {
+	case err := <-removed:
+		t.Fatalf("Remove ran before End (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	ld.End()
+	ld.End() // a second End does nothing
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+}

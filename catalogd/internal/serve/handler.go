@@ -13,6 +13,7 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -47,26 +48,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	RequestDuration.WithLabelValues(endpoint, strconv.Itoa(rw.code)).Observe(time.Since(start).Seconds())
 }
 
+// route serves one request in steps: parsePath → method check → open the catalog's content →
+// conditional headers (304) → writeBody. It returns the endpoint label of the request metric.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
-	rest, ok := strings.CutPrefix(r.URL.Path, "/catalogs/")
+	name, endpoint, ok := parsePath(w, r)
 	if !ok {
-		http.NotFound(w, r)
-		return "other"
-	}
-	name, sub, ok := strings.Cut(rest, "/")
-	if !ok || name == "" {
-		http.NotFound(w, r)
-		return "other"
-	}
-	var endpoint string
-	switch sub {
-	case "all.json":
-		endpoint = "all"
-	case "api/v1/metas":
-		endpoint = "metas"
-	default:
-		http.Error(w, "unknown path: use /catalogs/<name>/all.json or /catalogs/<name>/api/v1/metas?schema=&package=&name=", http.StatusNotFound)
-		return "other"
+		return endpoint
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -96,18 +83,48 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		w.WriteHeader(http.StatusNotModified)
 		return endpoint
 	}
+	writeBody(w, r, endpoint, c, f)
+	return endpoint
+}
 
+// parsePath reads /catalogs/<name>/<endpoint>. When the path names no endpoint it answers 404 and
+// ok is false (endpoint is then "other").
+func parsePath(w http.ResponseWriter, r *http.Request) (name, endpoint string, ok bool) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/catalogs/")
+	if !ok {
+		http.NotFound(w, r)
+		return "", "other", false
+	}
+	name, sub, ok := strings.Cut(rest, "/")
+	if !ok || name == "" {
+		http.NotFound(w, r)
+		return "", "other", false
+	}
+	switch sub {
+	case "all.json":
+		return name, "all", true
+	case "api/v1/metas":
+		return name, "metas", true
+	}
+	http.Error(w, "unknown path: use /catalogs/<name>/all.json or /catalogs/<name>/api/v1/metas?schema=&package=&name=", http.StatusNotFound)
+	return "", "other", false
+}
+
+// writeBody answers 200 with the whole catalog (all) or the blobs the query selects (metas) from
+// f, c's open content: gzipped when the client accepts it, else with Content-Length (and, for all,
+// Range support). HEAD gets the headers only.
+func writeBody(w http.ResponseWriter, r *http.Request, endpoint string, c *storage.Content, f *os.File) {
 	var entries []storage.Entry
 	if endpoint == "metas" {
 		q := r.URL.Query()
 		entries = c.Query(q.Get("schema"), q.Get("package"), q.Get("name"))
 	}
-
+	hdr := w.Header()
 	if acceptsGzip(r) {
 		hdr.Set("Content-Encoding", "gzip")
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodHead {
-			return endpoint
+			return
 		}
 		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		if endpoint == "all" {
@@ -116,12 +133,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 			_ = storage.WriteEntries(gz, f, entries)
 		}
 		_ = gz.Close()
-		return endpoint
+		return
 	}
 	if endpoint == "all" {
 		// ServeContent adds Content-Length and Range support; its own conditional checks agree with ours.
 		http.ServeContent(w, r, "", c.Modified, f)
-		return endpoint
+		return
 	}
 	var n int64
 	for _, e := range entries {
@@ -132,7 +149,6 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	if r.Method != http.MethodHead {
 		_ = storage.WriteEntries(w, f, entries)
 	}
-	return endpoint
 }
 
 // notModified implements If-None-Match (which wins) and If-Modified-Since for GET and HEAD.
