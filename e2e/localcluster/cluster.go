@@ -68,20 +68,8 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	dir, err := filepath.Abs(o.Dir)
+	dir, err := freshDir(o.Dir)
 	if err != nil {
-		return nil, err
-	}
-	if prev, err := Load(dir); err == nil && prev.running() {
-		return nil, fmt.Errorf("a local cluster is already running from %s (stop it with `olmv1-dev down --dir %s`)", dir, dir)
-	}
-	// Fresh data every time: a stale etcd would carry objects from an earlier run.
-	for _, sub := range []string{"etcd", "pki", "logs"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -89,15 +77,14 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating certificates: %w", err)
 	}
-	ports, err := freePorts(5)
+	ports, err := pickPorts()
 	if err != nil {
 		return nil, err
 	}
-	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	c = &Cluster{
 		Dir:        dir,
 		Kubeconfig: filepath.Join(dir, "kubeconfig"),
-		APIServer:  "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		APIServer:  "https://127.0.0.1:" + strconv.Itoa(ports.apiServer),
 		AssetsDir:  o.Binaries.AssetsDir,
 	}
 	defer func() {
@@ -105,31 +92,90 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 			_ = c.Stop()
 		}
 	}()
-	logDir := filepath.Join(dir, "logs")
-	b := o.Binaries
-	run := func(name, bin string, args ...string) error {
-		proc, err := startProcess(name, logDir, o.Detached, bin, args...)
-		if err != nil {
-			return err
-		}
-		c.Processes = append(c.Processes, proc)
-		return c.save()
-	}
 
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	if err := run("etcd", b.Etcd,
-		"--name=local", "--data-dir="+filepath.Join(dir, "etcd"),
+	cs, err := c.startAPIServer(ctx, o, p, ports)
+	if err != nil {
+		return c, err
+	}
+	fmt.Fprintf(logw, "localcluster: kube-apiserver ready at %s after %s\n", c.APIServer, time.Since(start).Round(100*time.Millisecond))
+	if err := c.startControllersAndKwok(o, p, ports); err != nil {
+		return c, err
+	}
+	if err := createFakeNodes(ctx, cs, o.Nodes); err != nil {
+		return c, err
+	}
+	if err := c.waitNodesReady(ctx, cs, o.Nodes, 90*time.Second); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(logw, "localcluster: control plane with %d kwok nodes ready in %s (kubeconfig %s)\n", o.Nodes, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+	return c, nil
+}
+
+// freshDir makes dir (made absolute) ready for a new cluster: it refuses one that a running
+// cluster uses, and removes the etcd data, certificates and logs of an earlier run.
+func freshDir(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if prev, err := Load(dir); err == nil && prev.running() {
+		return "", fmt.Errorf("a local cluster is already running from %s (stop it with `olmv1-dev down --dir %s`)", dir, dir)
+	}
+	// Fresh data every time: a stale etcd would carry objects from an earlier run.
+	for _, sub := range []string{"etcd", "pki", "logs"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// clusterPorts are the free ports the control plane listens on.
+type clusterPorts struct {
+	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
+}
+
+// pickPorts finds free ports for the control plane.
+func pickPorts() (clusterPorts, error) {
+	ports, err := freePorts(5)
+	if err != nil {
+		return clusterPorts{}, err
+	}
+	return clusterPorts{etcdClient: ports[0], etcdPeer: ports[1], apiServer: ports[2], controllerManager: ports[3], scheduler: ports[4]}, nil
+}
+
+// launch starts a process of the cluster, logging to the cluster's logs directory, and records it
+// in the state file.
+func (c *Cluster) launch(detached bool, name, bin string, args ...string) error {
+	proc, err := startProcess(name, filepath.Join(c.Dir, "logs"), detached, bin, args...)
+	if err != nil {
+		return err
+	}
+	c.Processes = append(c.Processes, proc)
+	return c.save()
+}
+
+// startAPIServer starts etcd and kube-apiserver, writes the admin kubeconfig and waits until the
+// API server is ready; it returns a client of it.
+func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports clusterPorts) (*kubernetes.Clientset, error) {
+	b := o.Binaries
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports.etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports.etcdPeer)
+	if err := c.launch(o.Detached, "etcd", b.Etcd,
+		"--name=local", "--data-dir="+filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=local="+peerURL, "--unsafe-no-fsync=true",
 		"--listen-metrics-urls=", "--log-level=warn",
 	); err != nil {
-		return c, err
+		return nil, err
 	}
-	if err := run("kube-apiserver", b.APIServer,
+	if err := c.launch(o.Detached, "kube-apiserver", b.APIServer,
 		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports.apiServer),
 		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
 		"--tls-cert-file="+p.path(servingCert), "--tls-private-key-file="+p.path(servingKey),
 		"--client-ca-file="+p.path(caCert),
@@ -147,53 +193,53 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--allow-privileged=true",
 	); err != nil {
-		return c, err
+		return nil, err
 	}
+	return c.connect(ctx, p)
+}
+
+// connect writes the admin kubeconfig and waits until the API server answers /readyz.
+func (c *Cluster) connect(ctx context.Context, p pki) (*kubernetes.Clientset, error) {
 	if err := writeKubeconfig(c.Kubeconfig, c.APIServer, p); err != nil {
-		return c, err
+		return nil, err
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	if err := c.waitReady(ctx, cs, 90*time.Second); err != nil {
-		return c, err
+		return nil, err
 	}
-	fmt.Fprintf(logw, "localcluster: kube-apiserver ready at %s after %s\n", c.APIServer, time.Since(start).Round(100*time.Millisecond))
+	return cs, nil
+}
 
+// startControllersAndKwok starts kube-controller-manager, kube-scheduler and kwok against the
+// running API server.
+func (c *Cluster) startControllersAndKwok(o Options, p pki, ports clusterPorts) error {
+	b := o.Binaries
 	common := []string{"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig,
 		"--authorization-kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--leader-elect=false"}
-	if err := run("kube-controller-manager", b.ControllerManager, append(common,
-		"--secure-port="+strconv.Itoa(kcmPort),
+	if err := c.launch(o.Detached, "kube-controller-manager", b.ControllerManager, append(common,
+		"--secure-port="+strconv.Itoa(ports.controllerManager),
 		"--service-account-private-key-file="+p.path(serviceAccountKey),
 		"--root-ca-file="+p.path(caCert),
 		"--service-cluster-ip-range="+ServiceCIDR,
 	)...); err != nil {
-		return c, err
+		return err
 	}
-	if err := run("kube-scheduler", b.Scheduler, append(common, "--secure-port="+strconv.Itoa(schedPort))...); err != nil {
-		return c, err
+	if err := c.launch(o.Detached, "kube-scheduler", b.Scheduler, append(common, "--secure-port="+strconv.Itoa(ports.scheduler))...); err != nil {
+		return err
 	}
-	if err := run("kwok", b.Kwok,
+	return c.launch(o.Detached, "kwok", b.Kwok,
 		"--kubeconfig="+c.Kubeconfig, "--config="+b.KwokStages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
-	); err != nil {
-		return c, err
-	}
-	if err := createFakeNodes(ctx, cs, o.Nodes); err != nil {
-		return c, err
-	}
-	if err := c.waitNodesReady(ctx, cs, o.Nodes, 90*time.Second); err != nil {
-		return c, err
-	}
-	fmt.Fprintf(logw, "localcluster: control plane with %d kwok nodes ready in %s (kubeconfig %s)\n", o.Nodes, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
-	return c, nil
+	)
 }
 
 // RESTConfig returns a client configuration for the admin user.

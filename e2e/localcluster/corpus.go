@@ -259,101 +259,42 @@ type fbcBlob struct {
 	Properties []typedEntry `json:"properties"`
 }
 
+// fbcPackage is what one package's catalog.yaml holds: its olm.package, olm.channel and olm.bundle
+// blobs (bundles by name).
+type fbcPackage struct {
+	pkg      fbcBlob
+	channels []fbcBlob
+	bundles  map[string]fbcBlob
+}
+
+// extractPackageHead writes the head of the default channel of the package in catalog file file as
+// a registry+v1 bundle directory under outDir/<package> (see ExtractCatalogBundles); it reports
+// false when that bundle does not embed its manifests.
 func extractPackageHead(file, outDir string) (CorpusBundle, bool, error) {
-	data, err := os.ReadFile(file)
+	fp, err := readFBCPackage(file)
 	if err != nil {
 		return CorpusBundle{}, false, err
 	}
-	var pkg fbcBlob
-	var channels []fbcBlob
-	bundles := map[string]fbcBlob{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 1<<20)
-	for {
-		var blob fbcBlob
-		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return CorpusBundle{}, false, err
-		}
-		switch blob.Schema {
-		case "olm.package":
-			pkg = blob
-		case "olm.channel":
-			channels = append(channels, blob)
-		case "olm.bundle":
-			bundles[blob.Name] = blob
-		}
-	}
-	head := ""
-	for _, ch := range channels {
-		if ch.Name == pkg.DefaultChannel {
-			head = channelHead(ch)
-		}
-	}
-	bundle, ok := bundles[head]
+	head := fp.defaultChannelHead()
+	bundle, ok := fp.bundles[head]
 	if !ok {
 		return CorpusBundle{}, false, nil
 	}
-	dir := filepath.Join(outDir, pkg.Name)
+	dir := filepath.Join(outDir, fp.pkg.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
 		return CorpusBundle{}, false, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "metadata"), 0o755); err != nil {
 		return CorpusBundle{}, false, err
 	}
-	objects := 0
-	for _, p := range bundle.Properties {
-		if p.Type != "olm.bundle.object" {
-			continue
-		}
-		var v struct{ Data string }
-		if err := json.Unmarshal(p.Value, &v); err != nil {
-			return CorpusBundle{}, false, err
-		}
-		raw, err := base64.StdEncoding.DecodeString(v.Data)
-		if err != nil {
-			return CorpusBundle{}, false, err
-		}
-		var meta struct {
-			Kind     string
-			Metadata struct{ Name string }
-		}
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return CorpusBundle{}, false, err
-		}
-		y, err := yaml.JSONToYAML(raw)
-		if err != nil {
-			return CorpusBundle{}, false, err
-		}
-		name := fmt.Sprintf("%s.%s.yaml", meta.Metadata.Name, strings.ToLower(meta.Kind))
-		if err := os.WriteFile(filepath.Join(dir, "manifests", name), y, 0o644); err != nil {
-			return CorpusBundle{}, false, err
-		}
-		objects++
+	objects, err := writeEmbeddedManifests(filepath.Join(dir, "manifests"), bundle.Properties)
+	if err != nil {
+		return CorpusBundle{}, false, err
 	}
 	if objects == 0 {
 		return CorpusBundle{}, false, os.RemoveAll(dir)
 	}
-	var in []string
-	for _, ch := range channels {
-		for _, e := range ch.Entries {
-			if e.Name == head {
-				in = append(in, ch.Name)
-			}
-		}
-	}
-	ann, err := yaml.Marshal(map[string]map[string]string{"annotations": {
-		"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
-		"operators.operatorframework.io.bundle.manifests.v1":       "manifests/",
-		"operators.operatorframework.io.bundle.metadata.v1":        "metadata/",
-		"operators.operatorframework.io.bundle.package.v1":         pkg.Name,
-		"operators.operatorframework.io.bundle.channels.v1":        strings.Join(in, ","),
-		"operators.operatorframework.io.bundle.channel.default.v1": pkg.DefaultChannel,
-	}})
-	if err != nil {
-		return CorpusBundle{}, false, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "metadata", "annotations.yaml"), ann, 0o644); err != nil {
+	if err := writeAnnotations(filepath.Join(dir, "metadata", "annotations.yaml"), fp.pkg, fp.channelsWith(head)); err != nil {
 		return CorpusBundle{}, false, err
 	}
 	b, err := ReadBundleDir(dir, "")
@@ -362,6 +303,116 @@ func extractPackageHead(file, outDir string) (CorpusBundle, bool, error) {
 	}
 	b.addRequiredProperties(bundle.Properties)
 	return b, true, nil
+}
+
+// readFBCPackage reads the blobs of a package's catalog file.
+func readFBCPackage(file string) (fbcPackage, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fbcPackage{}, err
+	}
+	fp := fbcPackage{bundles: map[string]fbcBlob{}}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 1<<20)
+	for {
+		var blob fbcBlob
+		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fbcPackage{}, err
+		}
+		switch blob.Schema {
+		case "olm.package":
+			fp.pkg = blob
+		case "olm.channel":
+			fp.channels = append(fp.channels, blob)
+		case "olm.bundle":
+			fp.bundles[blob.Name] = blob
+		}
+	}
+	return fp, nil
+}
+
+// defaultChannelHead is the head of the package's default channel ("" when there is none).
+func (fp fbcPackage) defaultChannelHead() string {
+	head := ""
+	for _, ch := range fp.channels {
+		if ch.Name == fp.pkg.DefaultChannel {
+			head = channelHead(ch)
+		}
+	}
+	return head
+}
+
+// channelsWith names the channels that have an entry for bundle.
+func (fp fbcPackage) channelsWith(bundle string) []string {
+	var in []string
+	for _, ch := range fp.channels {
+		for _, e := range ch.Entries {
+			if e.Name == bundle {
+				in = append(in, ch.Name)
+			}
+		}
+	}
+	return in
+}
+
+// writeEmbeddedManifests writes the objects embedded in a bundle's olm.bundle.object properties to
+// dir as YAML files named <name>.<kind>.yaml; it returns how many it wrote.
+func writeEmbeddedManifests(dir string, props []typedEntry) (int, error) {
+	objects := 0
+	for _, p := range props {
+		if p.Type != "olm.bundle.object" {
+			continue
+		}
+		if err := writeEmbeddedObject(dir, p.Value); err != nil {
+			return 0, err
+		}
+		objects++
+	}
+	return objects, nil
+}
+
+// writeEmbeddedObject writes the object in the value of one olm.bundle.object property (base64 JSON
+// in its data field) to dir as YAML.
+func writeEmbeddedObject(dir string, value json.RawMessage) error {
+	var v struct{ Data string }
+	if err := json.Unmarshal(value, &v); err != nil {
+		return err
+	}
+	raw, err := base64.StdEncoding.DecodeString(v.Data)
+	if err != nil {
+		return err
+	}
+	var meta struct {
+		Kind     string
+		Metadata struct{ Name string }
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return err
+	}
+	y, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s.%s.yaml", meta.Metadata.Name, strings.ToLower(meta.Kind))
+	return os.WriteFile(filepath.Join(dir, name), y, 0o644)
+}
+
+// writeAnnotations writes a registry+v1 bundle's metadata/annotations.yaml (path) for a bundle of
+// package pkg in channels.
+func writeAnnotations(path string, pkg fbcBlob, channels []string) error {
+	ann, err := yaml.Marshal(map[string]map[string]string{"annotations": {
+		"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
+		"operators.operatorframework.io.bundle.manifests.v1":       "manifests/",
+		"operators.operatorframework.io.bundle.metadata.v1":        "metadata/",
+		"operators.operatorframework.io.bundle.package.v1":         pkg.Name,
+		"operators.operatorframework.io.bundle.channels.v1":        strings.Join(channels, ","),
+		"operators.operatorframework.io.bundle.channel.default.v1": pkg.DefaultChannel,
+	}})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, ann, 0o644)
 }
 
 // channelHead is the entry of ch that no other entry replaces or skips ("" when there is not exactly one).

@@ -106,23 +106,14 @@ type resolveOutput struct {
 	Explanation *explanation    `json:"explanation,omitempty"`
 }
 
+// runResolve is `deppy resolve`: it resolves the requirements of the flags against file-based
+// catalogs, or, with --kubeconfig, every Operator of a cluster (runResolveCluster).
 func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	var o resolveOptions
-	fs := resolveFlags(&o)
-	fs.SetOutput(io.Discard) // errors are returned, help goes to stdout
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return nil
-		}
-		return usageError{err.Error() + " (see deppy resolve --help)"}
+	set, help, err := parseResolveArgs(&o, args, stdout)
+	if err != nil || help {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q (flags only; see deppy resolve --help)", fs.Arg(0))}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.kubeconfig != "" || set["kubeconfig"] {
 		return runResolveCluster(ctx, &o, set, stdout)
 	}
@@ -134,15 +125,60 @@ func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(o.catalogs) == 0 || len(o.requires) == 0 {
 		return usageError{"want at least one --catalog and one --require (see deppy resolve --help)"}
 	}
+	p, err := resolveProblem(&o)
+	if err != nil {
+		return err
+	}
+	idx, err := loadCatalogIndex(ctx, o.catalogs)
+	if err != nil {
+		return err
+	}
+	out, err := resolveToOutput(ctx, idx, p)
+	if err != nil {
+		return err
+	}
+	if err := printResolveOutput(stdout, o.output, out); err != nil {
+		return err
+	}
+	if !out.Resolved {
+		return errNoSolution
+	}
+	return nil
+}
+
+// parseResolveArgs parses the flags of `deppy resolve` into o and returns the names of those set.
+// For --help it prints the usage to stdout and reports help.
+func parseResolveArgs(o *resolveOptions, args []string, stdout io.Writer) (set map[string]bool, help bool, err error) {
+	fs := resolveFlags(o)
+	fs.SetOutput(io.Discard) // errors are returned, help goes to stdout
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, true, nil
+		}
+		return nil, false, usageError{err.Error() + " (see deppy resolve --help)"}
+	}
+	if fs.NArg() > 0 {
+		return nil, false, usageError{fmt.Sprintf("unexpected argument %q (flags only; see deppy resolve --help)", fs.Arg(0))}
+	}
+	set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set, false, nil
+}
+
+// resolveProblem is the problem the flags describe: the --require requirements and the
+// --installed bundles, all under the --upgrade-policy.
+func resolveProblem(o *resolveOptions) (olm.Problem, error) {
+	var p olm.Problem
 	policy, err := olm.ParseUpgradePolicy(o.policy)
 	if err != nil {
-		return usageError{err.Error()}
+		return p, usageError{err.Error()}
 	}
-	var p olm.Problem
 	for _, s := range o.requires {
 		r, err := olm.ParseRequirement(s)
 		if err != nil {
-			return usageError{err.Error()}
+			return p, usageError{err.Error()}
 		}
 		r.UpgradePolicy = policy
 		p.Requirements = append(p.Requirements, r)
@@ -150,52 +186,60 @@ func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, s := range o.installed {
 		ib, err := olm.ParseInstalled(s)
 		if err != nil {
-			return usageError{err.Error()}
+			return p, usageError{err.Error()}
 		}
 		ib.UpgradePolicy = policy
 		p.Installed = append(p.Installed, ib)
 	}
+	return p, nil
+}
+
+// loadCatalogIndex loads the catalog directories of the --catalog flags (flags) into one index.
+func loadCatalogIndex(ctx context.Context, flags []string) (*olm.Index, error) {
 	var catalogs []*olm.Catalog
-	for _, s := range o.catalogs {
+	for _, s := range flags {
 		name, priority, dir, err := parseCatalogFlag(s)
 		if err != nil {
-			return usageError{err.Error()}
+			return nil, usageError{err.Error()}
 		}
 		c, err := olm.LoadCatalogDir(ctx, name, priority, dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		catalogs = append(catalogs, c)
 	}
-	idx, err := olm.NewIndex(catalogs...)
-	if err != nil {
-		return err
-	}
+	return olm.NewIndex(catalogs...)
+}
+
+// resolveToOutput resolves p against idx: the selections, or the explanation of why there is no
+// solution. Other errors are returned.
+func resolveToOutput(ctx context.Context, idx *olm.Index, p olm.Problem) (resolveOutput, error) {
 	res, err := olm.Resolve(ctx, idx, p)
 	out := resolveOutput{}
 	if err != nil {
 		ns := asNotSatisfiable(err)
 		if ns == nil {
-			return err
+			return out, err
 		}
 		out.Explanation = explain(ns)
 	} else {
 		out.Resolved = true
 		out.Selections = res.Selections
 	}
-	if o.output == "text" {
+	return out, nil
+}
+
+// printResolveOutput prints out in format: a table or an explanation for text, else YAML or JSON.
+func printResolveOutput(w io.Writer, format outputFormat, out resolveOutput) error {
+	if format == "text" {
 		if out.Resolved {
-			printSelections(stdout, out.Selections)
+			printSelections(w, out.Selections)
 		} else {
-			printExplanationText(stdout, out.Explanation)
+			printExplanationText(w, out.Explanation)
 		}
-	} else if err := printStructured(stdout, o.output, out); err != nil {
-		return err
+		return nil
 	}
-	if !out.Resolved {
-		return errNoSolution
-	}
-	return nil
+	return printStructured(w, format, out)
 }
 
 // parseCatalogFlag reads [NAME[:PRIORITY]=]DIR.

@@ -46,20 +46,38 @@ func runCmd(ctx context.Context, args []string) error {
 	registryAddr := fs.String("registry-addr", "127.0.0.1:5001", "loopback address of the local OCI registry")
 	_ = fs.Parse(args)
 
-	if _, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr); err != nil {
-		return err
-	}
-	absBin, err := filepath.Abs(*binDir)
+	e, err := startRunEnvironment(ctx, cf, *binDir, *repoRoot, *registryAddr)
+	defer stopRunEnvironment(e)
 	if err != nil {
 		return err
+	}
+	demoRef, err := pushDemoImages(ctx, *repoRoot, e.Registry.Addr)
+	if err != nil {
+		return err
+	}
+	printRunning(e, demoRef)
+	<-ctx.Done()
+	return nil
+}
+
+// startRunEnvironment builds the control plane's binaries when they are not cached and starts the
+// control plane, the local registry and the controllers (binaries in binDir, CRDs from repoRoot).
+// It may return an Environment together with an error: stop it with stopRunEnvironment.
+func startRunEnvironment(ctx context.Context, cf clusterFlags, binDir, repoRoot, registryAddr string) (*localcluster.Environment, error) {
+	if _, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr); err != nil {
+		return nil, err
+	}
+	absBin, err := filepath.Abs(binDir)
+	if err != nil {
+		return nil, err
 	}
 	dir := cf.absDir()
 	metadataPort, err := localcluster.FreePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e, err := localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
-		RepoRoot: *repoRoot, BinDir: absBin, Dir: dir, CacheDir: cf.cacheDir, RegistryAddr: *registryAddr, Log: os.Stderr,
+	return localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
+		RepoRoot: repoRoot, BinDir: absBin, Dir: dir, CacheDir: cf.cacheDir, RegistryAddr: registryAddr, Log: os.Stderr,
 		ControllerArgs: map[string][]string{
 			"catalogd": {
 				"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),
@@ -68,27 +86,37 @@ func runCmd(ctx context.Context, args []string) error {
 			},
 		},
 	})
-	defer func() {
-		if e == nil {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "olmv1-dev: stopping the controllers, the registry and the control plane")
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "olmv1-dev:", err)
-		}
-	}()
-	if err != nil {
-		return err
+}
+
+// stopRunEnvironment stops what startRunEnvironment started (nothing when e is nil).
+func stopRunEnvironment(e *localcluster.Environment) {
+	if e == nil {
+		return
 	}
-	c, reg, ctrls := e.Cluster, e.Registry, e.Controllers
-	demoRef := reg.Addr + "/catalogs/demo:v1"
-	if err := pushDemoCatalog(ctx, filepath.Join(*repoRoot, "e2e", "testdata", "catalogs", "demo"), demoRef); err != nil {
-		return err
+	fmt.Fprintln(os.Stderr, "olmv1-dev: stopping the controllers, the registry and the control plane")
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "olmv1-dev:", err)
+	}
+}
+
+// pushDemoImages pushes the demo catalog image and the example-operator images to the registry at
+// registryAddr; it returns the demo catalog's reference.
+func pushDemoImages(ctx context.Context, repoRoot, registryAddr string) (string, error) {
+	demoRef := registryAddr + "/catalogs/demo:v1"
+	if err := pushDemoCatalog(ctx, filepath.Join(repoRoot, "e2e", "testdata", "catalogs", "demo"), demoRef); err != nil {
+		return "", err
 	}
 	// The seed's demo 1: example-operator bundles 0.1.0 and 0.2.0, catalog images index:0.1.0 and index:0.2.0.
-	if _, _, err := localcluster.PushExampleOperator(ctx, *repoRoot, reg.Addr, "index"); err != nil {
-		return fmt.Errorf("pushing the example-operator images: %w", err)
+	if _, _, err := localcluster.PushExampleOperator(ctx, repoRoot, registryAddr, "index"); err != nil {
+		return "", fmt.Errorf("pushing the example-operator images: %w", err)
 	}
+	return demoRef, nil
+}
+
+// printRunning tells the user how to use the running environment e: the kubeconfig, the demo
+// catalog (demoRef), the registry and the controllers.
+func printRunning(e *localcluster.Environment, demoRef string) {
+	c, reg, ctrls := e.Cluster, e.Registry, e.Controllers
 	fmt.Printf(`
 OLM v1 is running on a local control plane (logs in %s).
 
@@ -118,8 +146,6 @@ Local OCI registry: %[6]s (plain HTTP). Controllers:
 		fmt.Printf("  %-20s pid %-7d ready %s  metrics https://%s/metrics\n", ctl.Name, ctl.PID, ctl.HealthURL, ctl.MetricsAddr)
 	}
 	fmt.Println("\nPress Ctrl-C to stop everything.")
-	<-ctx.Done()
-	return nil
 }
 
 // pushDemoCatalog builds the demo catalog image from the repository's testdata and pushes it.

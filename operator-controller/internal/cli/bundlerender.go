@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlerender"
 )
 
+// newBundleRenderCommand is `bundle render`: the objects rukpak would apply for a bundle.
 func newBundleRenderCommand(o *options) *cobra.Command {
 	var (
 		installNamespace, name, deploymentConfig, valuesFile, certProvider, path string
@@ -44,36 +46,14 @@ name, else "default".`,
   kubectl olmv1 bundle render ./kustomize --path overlays/prod`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				pulled, remove, err := pullToDir(cmd.Context(), dir, insecure)
-				if err != nil {
-					return fmt.Errorf("%s is neither a directory nor a pullable image: %w", dir, err)
-				}
-				defer remove()
-				dir = pulled
+			dir, remove, err := bundleSourceDir(cmd.Context(), args[0], insecure)
+			if err != nil {
+				return err
 			}
-			cfg := &rukpakv1alpha1.BundleConfig{WatchNamespaces: watchNamespaces, Path: path}
-			if deploymentConfig != "" {
-				data, err := os.ReadFile(deploymentConfig)
-				if err != nil {
-					return err
-				}
-				cfg.DeploymentConfig = &rukpakv1alpha1.DeploymentConfig{}
-				if err := yaml.UnmarshalStrict(data, cfg.DeploymentConfig); err != nil {
-					return fmt.Errorf("--deployment-config %s: %w (it holds a BundleDeployment's spec.config.deploymentConfig: env, resources, nodeSelector, tolerations, affinity, ...)", deploymentConfig, err)
-				}
-			}
-			if valuesFile != "" {
-				data, err := os.ReadFile(valuesFile)
-				if err != nil {
-					return err
-				}
-				j, err := yaml.YAMLToJSON(data)
-				if err != nil {
-					return fmt.Errorf("--values %s: %w", valuesFile, err)
-				}
-				cfg.Values = &apiextensionsv1.JSON{Raw: j}
+			defer remove()
+			cfg, err := renderBundleConfig(watchNamespaces, path, deploymentConfig, valuesFile)
+			if err != nil {
+				return err
 			}
 			if installNamespace == "" {
 				installNamespace = suggestedNamespace(dir)
@@ -84,25 +64,7 @@ name, else "default".`,
 			if err != nil {
 				return err
 			}
-			what := string(res.Provisioner)
-			if res.Description != "" {
-				what += ", " + res.Description
-			}
-			fmt.Fprintf(o.ErrOut, "# %d objects (%s) for install namespace %q\n", len(res.Objects), what, installNamespace)
-			if o.output == "json" {
-				data, err := json.MarshalIndent(res.Objects, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(o.Out, string(data))
-				return err
-			}
-			data, err := bundlerender.YAML(res.Objects)
-			if err != nil {
-				return err
-			}
-			_, err = o.Out.Write(data)
-			return err
+			return o.writeRenderedBundle(res, installNamespace)
 		},
 	}
 	f := cmd.Flags()
@@ -115,6 +77,71 @@ name, else "default".`,
 	f.StringVar(&name, "name", "", "the BundleDeployment's name, used in the owner labels (default: bundle)")
 	f.BoolVar(&insecure, "insecure", false, "pull IMAGE over plain HTTP")
 	return cmd
+}
+
+// bundleSourceDir is src when it is a directory, else the directory src (an image) is pulled to;
+// call remove when done with it.
+func bundleSourceDir(ctx context.Context, src string, insecure bool) (dir string, remove func(), err error) {
+	if st, err := os.Stat(src); err == nil && st.IsDir() {
+		return src, func() {}, nil
+	}
+	pulled, remove, err := pullToDir(ctx, src, insecure)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s is neither a directory nor a pullable image: %w", src, err)
+	}
+	return pulled, remove, nil
+}
+
+// renderBundleConfig is the BundleDeployment's spec.config that bundle render's flags describe:
+// watchNamespaces and path as given, the deployment config and Helm values read from their files.
+func renderBundleConfig(watchNamespaces []string, path, deploymentConfig, valuesFile string) (*rukpakv1alpha1.BundleConfig, error) {
+	cfg := &rukpakv1alpha1.BundleConfig{WatchNamespaces: watchNamespaces, Path: path}
+	if deploymentConfig != "" {
+		data, err := os.ReadFile(deploymentConfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg.DeploymentConfig = &rukpakv1alpha1.DeploymentConfig{}
+		if err := yaml.UnmarshalStrict(data, cfg.DeploymentConfig); err != nil {
+			return nil, fmt.Errorf("--deployment-config %s: %w (it holds a BundleDeployment's spec.config.deploymentConfig: env, resources, nodeSelector, tolerations, affinity, ...)", deploymentConfig, err)
+		}
+	}
+	if valuesFile != "" {
+		data, err := os.ReadFile(valuesFile)
+		if err != nil {
+			return nil, err
+		}
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("--values %s: %w", valuesFile, err)
+		}
+		cfg.Values = &apiextensionsv1.JSON{Raw: j}
+	}
+	return cfg, nil
+}
+
+// writeRenderedBundle says on ErrOut what was rendered for installNamespace and prints the objects
+// of res: one YAML stream, or a JSON list with -o json.
+func (o *options) writeRenderedBundle(res *bundlerender.Result, installNamespace string) error {
+	what := string(res.Provisioner)
+	if res.Description != "" {
+		what += ", " + res.Description
+	}
+	fmt.Fprintf(o.ErrOut, "# %d objects (%s) for install namespace %q\n", len(res.Objects), what, installNamespace)
+	if o.output == "json" {
+		data, err := json.MarshalIndent(res.Objects, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.Out, string(data))
+		return err
+	}
+	data, err := bundlerender.YAML(res.Objects)
+	if err != nil {
+		return err
+	}
+	_, err = o.Out.Write(data)
+	return err
 }
 
 // suggestedNamespace is the namespace an Operator would install a registry+v1 bundle into by

@@ -84,15 +84,9 @@ are not kept) and the whole catalog is validated as catalogd validates it; on er
 			if err != nil {
 				return err
 			}
-			file, err := findPackageFile(cmd.Context(), dir, b.Package)
+			file, cfg, err := loadPackageFile(cmd.Context(), dir, b.Package)
 			if err != nil {
 				return err
-			}
-			cfg := &declcfg.DeclarativeConfig{}
-			if file == "" {
-				file = filepath.Join(b.Package, "catalog.yaml")
-			} else if cfg, err = declcfg.LoadFile(os.DirFS(dir), filepath.ToSlash(file)); err != nil {
-				return fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
 			}
 			res, err := fbcedit.AddBundle(cfg, b, fbcedit.AddOptions{Image: ref, Channels: channels, SkipRange: skipRange})
 			if err != nil {
@@ -105,28 +99,7 @@ are not kept) and the whole catalog is validated as catalogd validates it; on er
 			if o.output != "table" {
 				return o.print(res, nil)
 			}
-			for _, n := range res.Notes {
-				fmt.Fprintf(o.ErrOut, "note: %s\n", n)
-			}
-			fmt.Fprintf(o.Out, "added %s (image %s) to package %s in %s\n", res.Bundle, ref, res.Package, filepath.Join(dir, file))
-			for _, c := range res.Channels {
-				edge := "first entry"
-				if c.Replaces != "" {
-					edge = "replaces " + c.Replaces
-				}
-				if len(c.Skips) > 0 {
-					edge += ", skips " + strings.Join(c.Skips, ",")
-				}
-				if c.SkipRange != "" {
-					edge += ", skipRange " + c.SkipRange
-				}
-				created := ""
-				if c.Created {
-					created = " (new channel)"
-				}
-				fmt.Fprintf(o.Out, "  channel %s%s: %s\n", c.Channel, created, edge)
-			}
-			fmt.Fprintf(o.Out, "catalog valid: %d package(s), %d channel(s), %d bundle(s), hash %s\n", v.Packages, v.Channels, v.Bundles, v.Hash)
+			o.printAddedBundle(res, ref, filepath.Join(dir, file), v)
 			return nil
 		},
 	}
@@ -135,6 +108,55 @@ are not kept) and the whole catalog is validated as catalogd validates it; on er
 	cmd.Flags().StringVar(&skipRange, "skip-range", "", `semver range of versions the new entry skips, e.g. ">=1.0.0 <1.2.0"`)
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP to pull the bundle image")
 	return cmd
+}
+
+// loadPackageFile returns the file of dir (relative) that holds the blobs of pkg and its content;
+// when no file does, it returns <pkg>/catalog.yaml and an empty catalog.
+func loadPackageFile(ctx context.Context, dir, pkg string) (string, *declcfg.DeclarativeConfig, error) {
+	file, err := findPackageFile(ctx, dir, pkg)
+	if err != nil {
+		return "", nil, err
+	}
+	if file == "" {
+		return filepath.Join(pkg, "catalog.yaml"), &declcfg.DeclarativeConfig{}, nil
+	}
+	cfg, err := declcfg.LoadFile(os.DirFS(dir), filepath.ToSlash(file))
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
+	}
+	return file, cfg, nil
+}
+
+// printAddedBundle prints what add-bundle did: the notes (to ErrOut), the bundle added (image ref)
+// to path, the edge of every channel it joined and the validated catalog v.
+func (o *options) printAddedBundle(res *fbcedit.AddResult, ref, path string, v *fbcvalidate.Result) {
+	for _, n := range res.Notes {
+		fmt.Fprintf(o.ErrOut, "note: %s\n", n)
+	}
+	fmt.Fprintf(o.Out, "added %s (image %s) to package %s in %s\n", res.Bundle, ref, res.Package, path)
+	for _, c := range res.Channels {
+		created := ""
+		if c.Created {
+			created = " (new channel)"
+		}
+		fmt.Fprintf(o.Out, "  channel %s%s: %s\n", c.Channel, created, channelEdge(c))
+	}
+	fmt.Fprintf(o.Out, "catalog valid: %d package(s), %d channel(s), %d bundle(s), hash %s\n", v.Packages, v.Channels, v.Bundles, v.Hash)
+}
+
+// channelEdge describes the upgrade edge of a channel's new entry, e.g. "replaces a, skips b".
+func channelEdge(c fbcedit.ChannelChange) string {
+	edge := "first entry"
+	if c.Replaces != "" {
+		edge = "replaces " + c.Replaces
+	}
+	if len(c.Skips) > 0 {
+		edge += ", skips " + strings.Join(c.Skips, ",")
+	}
+	if c.SkipRange != "" {
+		edge += ", skipRange " + c.SkipRange
+	}
+	return edge
 }
 
 // readBundleArg reads a bundle from a directory (image names the catalog's reference) or pulls it.
@@ -271,72 +293,103 @@ DIR/<package>/catalog.yaml with --to DIR; it is validated as catalogd validates 
 			if semverTemplate == "" {
 				return fmt.Errorf("--semver TEMPLATE is required")
 			}
-			data, err := os.ReadFile(semverTemplate)
+			t, err := readSemverTemplate(semverTemplate)
 			if err != nil {
 				return err
 			}
-			t := &fbcedit.SemverTemplate{}
-			if err := yaml.Unmarshal(data, t); err != nil {
-				return fmt.Errorf("%s: %w", semverTemplate, err)
-			}
-			bundles := map[string]*fbcedit.Bundle{}
-			for _, kind := range []fbcedit.SemverChannel{t.Candidate, t.Fast, t.Stable} {
-				for _, e := range kind.Bundles {
-					if _, ok := bundles[e.Image]; ok || e.Image == "" {
-						continue
-					}
-					var b *fbcedit.Bundle
-					if e.Path != "" {
-						p := e.Path
-						if !filepath.IsAbs(p) {
-							p = filepath.Join(filepath.Dir(semverTemplate), p)
-						}
-						b, _, err = readBundleArg(cmd.Context(), p, e.Image, insecure)
-					} else {
-						b, _, err = readBundleArg(cmd.Context(), e.Image, e.Image, insecure)
-					}
-					if err != nil {
-						return err
-					}
-					bundles[e.Image] = b
-				}
+			bundles, err := readTemplateBundles(cmd.Context(), t, semverTemplate, insecure)
+			if err != nil {
+				return err
 			}
 			cfg, err := fbcedit.RenderSemver(t, bundles)
 			if err != nil {
 				return fmt.Errorf("%s: %w", semverTemplate, err)
 			}
 			if to != "" {
-				file := filepath.Join(cfg.Packages[0].Name, "catalog.yaml")
-				if existing, err := findPackageFile(cmd.Context(), to, cfg.Packages[0].Name); err != nil {
-					return err
-				} else if existing != "" && existing != file {
-					return fmt.Errorf("package %s is already in %s; remove it or render into another directory", cfg.Packages[0].Name, filepath.Join(to, existing))
-				}
-				v, err := writeValidated(cmd.Context(), to, file, cfg)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(o.Out, "wrote %s: %d channel(s), %d bundle(s), default channel %s; catalog hash %s\n", filepath.Join(to, file), len(cfg.Channels), len(cfg.Bundles), cfg.Packages[0].DefaultChannel, v.Hash)
-				return nil
+				return o.writeRendered(cmd.Context(), to, cfg)
 			}
-			dir, err := os.MkdirTemp("", "kubectl-olmv1-render-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			if _, err := writeValidated(cmd.Context(), dir, "catalog.yaml", cfg); err != nil {
-				return err
-			}
-			if o.output == "json" {
-				return declcfg.WriteJSON(*cfg, o.Out)
-			}
-			return declcfg.WriteYAML(*cfg, o.Out)
+			return o.printRendered(cmd.Context(), cfg)
 		},
 	}
 	cmd.Flags().StringVar(&semverTemplate, "semver", "", "the semver template file (schema: olm.semver)")
 	cmd.Flags().StringVar(&to, "to", "", "write DIR/<package>/catalog.yaml instead of printing the catalog")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP to pull bundle images")
 	return cmd
+}
+
+// readSemverTemplate reads the semver template file path.
+func readSemverTemplate(path string) (*fbcedit.SemverTemplate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &fbcedit.SemverTemplate{}
+	if err := yaml.Unmarshal(data, t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// readTemplateBundles reads every bundle of template t (file templatePath) once, by image: from its
+// path (relative to the template) when it has one, else from its image.
+func readTemplateBundles(ctx context.Context, t *fbcedit.SemverTemplate, templatePath string, insecure bool) (map[string]*fbcedit.Bundle, error) {
+	bundles := map[string]*fbcedit.Bundle{}
+	for _, kind := range []fbcedit.SemverChannel{t.Candidate, t.Fast, t.Stable} {
+		for _, e := range kind.Bundles {
+			if _, ok := bundles[e.Image]; ok || e.Image == "" {
+				continue
+			}
+			var b *fbcedit.Bundle
+			var err error
+			if e.Path != "" {
+				p := e.Path
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(filepath.Dir(templatePath), p)
+				}
+				b, _, err = readBundleArg(ctx, p, e.Image, insecure)
+			} else {
+				b, _, err = readBundleArg(ctx, e.Image, e.Image, insecure)
+			}
+			if err != nil {
+				return nil, err
+			}
+			bundles[e.Image] = b
+		}
+	}
+	return bundles, nil
+}
+
+// writeRendered writes the rendered catalog cfg, validated, to to/<package>/catalog.yaml, unless
+// another file of to holds the package.
+func (o *options) writeRendered(ctx context.Context, to string, cfg *declcfg.DeclarativeConfig) error {
+	file := filepath.Join(cfg.Packages[0].Name, "catalog.yaml")
+	if existing, err := findPackageFile(ctx, to, cfg.Packages[0].Name); err != nil {
+		return err
+	} else if existing != "" && existing != file {
+		return fmt.Errorf("package %s is already in %s; remove it or render into another directory", cfg.Packages[0].Name, filepath.Join(to, existing))
+	}
+	v, err := writeValidated(ctx, to, file, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "wrote %s: %d channel(s), %d bundle(s), default channel %s; catalog hash %s\n", filepath.Join(to, file), len(cfg.Channels), len(cfg.Bundles), cfg.Packages[0].DefaultChannel, v.Hash)
+	return nil
+}
+
+// printRendered validates the rendered catalog cfg and prints it as YAML (JSON with -o json).
+func (o *options) printRendered(ctx context.Context, cfg *declcfg.DeclarativeConfig) error {
+	dir, err := os.MkdirTemp("", "kubectl-olmv1-render-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := writeValidated(ctx, dir, "catalog.yaml", cfg); err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return declcfg.WriteJSON(*cfg, o.Out)
+	}
+	return declcfg.WriteYAML(*cfg, o.Out)
 }
 
 func newCatalogValidateCommand(o *options) *cobra.Command {

@@ -8,30 +8,30 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
-	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // ownerNameLabel marks a namespace operator-controller created for an Operator (and removes with it).
 const ownerNameLabel = "operators.operatorframework.io/owner-name"
 
+// installFlags are the flags of install.
+type installFlags struct {
+	name, version, channel, namespace string
+	upgradePolicy, constraintPolicy   string
+	catalogSelector, dependencyPolicy string
+	watchNamespaces                   []string
+	wait, dryRun                      bool
+	timeout                           time.Duration
+	pf                                previewFlags
+}
+
 func newInstallCommand(o *options) *cobra.Command {
-	var (
-		name, version, channel, namespace string
-		upgradePolicy, constraintPolicy   string
-		catalogSelector, dependencyPolicy string
-		watchNamespaces                   []string
-		wait, dryRun                      bool
-		timeout                           time.Duration
-		pf                                previewFlags
-	)
+	var inf installFlags
 	cmd := &cobra.Command{
 		Use:   "install PACKAGE",
 		Short: "Install an operator: create an Operator and optionally wait until it is Installed and Healthy (users)",
@@ -54,62 +54,78 @@ images are pulled to render them. It exits 1 when resolution would fail.`,
   kubectl olmv1 install hyperconverged --dependency-policy Install --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" {
-				name = args[0]
-			}
-			op := &operatorsv1alpha1.Operator{
-				ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: operatorsv1alpha1.OperatorSpec{
-					PackageName: args[0], Version: version, Channel: channel, InstallNamespace: namespace, WatchNamespaces: watchNamespaces,
-					UpgradePolicy: operatorsv1alpha1.UpgradePolicy(upgradePolicy), UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicy(constraintPolicy),
-					DependencyPolicy: operatorsv1alpha1.DependencyPolicy(dependencyPolicy),
-				},
-			}
-			if catalogSelector != "" {
-				sel, err := metav1.ParseToLabelSelector(catalogSelector)
-				if err != nil {
-					return fmt.Errorf("--catalog-selector: %w", err)
-				}
-				op.Spec.CatalogSelector = sel
+			op, err := inf.operator(args[0])
+			if err != nil {
+				return err
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			if dryRun {
-				if wait {
+			if inf.dryRun {
+				if inf.wait {
 					return fmt.Errorf("--dry-run creates nothing to wait for: drop --wait")
 				}
-				return o.installDryRun(cmd.Context(), c, op, pf)
+				return o.installDryRun(cmd.Context(), c, op, inf.pf)
 			}
-			if err := c.Create(cmd.Context(), op); err != nil {
-				return fmt.Errorf("create Operator %s: %w", name, err)
-			}
-			fmt.Fprintf(o.ErrOut, "operator %s created (package %s)\n", name, args[0])
-			if wait {
-				if op, err = o.waitInstalled(cmd.Context(), c, name, timeout, ""); err != nil {
-					return err
-				}
-			}
-			op.ManagedFields = nil
-			return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+			return o.createOperator(cmd.Context(), c, op, inf.wait, inf.timeout)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&name, "name", "", "name of the Operator (default: the package name)")
-	f.StringVar(&version, "version", "", `version or semver range, e.g. 1.2.3 or ">=1.0.0 <2.0.0"`)
-	f.StringVar(&channel, "channel", "", "install from this channel only")
-	f.StringVarP(&namespace, "namespace", "n", "", "install namespace (default: the bundle's suggested namespace, else the package name)")
-	f.StringSliceVar(&watchNamespaces, "watch-namespace", nil, "namespaces the operator watches (repeatable; default: all)")
-	f.StringVar(&upgradePolicy, "upgrade-policy", "", "Automatic (default) or Manual (upgrades wait for `kubectl olmv1 approve`)")
-	f.StringVar(&constraintPolicy, "upgrade-constraint-policy", "", "Enforce (default: follow the catalog's upgrade edges) or Ignore")
-	f.StringVar(&catalogSelector, "catalog-selector", "", "label selector of the Catalogs to install from, e.g. tier=prod")
-	f.StringVar(&dependencyPolicy, "dependency-policy", "", "Require (default: another Operator must install each dependency) or Install (operator-controller creates them)")
-	f.BoolVar(&wait, "wait", false, "wait until the Operator is Installed and Healthy")
-	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
-	f.BoolVar(&dryRun, "dry-run", false, "print what would be installed (resolution, objects, RBAC, CRD upgrade safety) and create nothing")
-	pf.bind(f)
+	f.StringVar(&inf.name, "name", "", "name of the Operator (default: the package name)")
+	f.StringVar(&inf.version, "version", "", `version or semver range, e.g. 1.2.3 or ">=1.0.0 <2.0.0"`)
+	f.StringVar(&inf.channel, "channel", "", "install from this channel only")
+	f.StringVarP(&inf.namespace, "namespace", "n", "", "install namespace (default: the bundle's suggested namespace, else the package name)")
+	f.StringSliceVar(&inf.watchNamespaces, "watch-namespace", nil, "namespaces the operator watches (repeatable; default: all)")
+	f.StringVar(&inf.upgradePolicy, "upgrade-policy", "", "Automatic (default) or Manual (upgrades wait for `kubectl olmv1 approve`)")
+	f.StringVar(&inf.constraintPolicy, "upgrade-constraint-policy", "", "Enforce (default: follow the catalog's upgrade edges) or Ignore")
+	f.StringVar(&inf.catalogSelector, "catalog-selector", "", "label selector of the Catalogs to install from, e.g. tier=prod")
+	f.StringVar(&inf.dependencyPolicy, "dependency-policy", "", "Require (default: another Operator must install each dependency) or Install (operator-controller creates them)")
+	f.BoolVar(&inf.wait, "wait", false, "wait until the Operator is Installed and Healthy")
+	f.DurationVar(&inf.timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	f.BoolVar(&inf.dryRun, "dry-run", false, "print what would be installed (resolution, objects, RBAC, CRD upgrade safety) and create nothing")
+	inf.pf.bind(f)
 	return cmd
+}
+
+// operator is the Operator install creates for package pkg (named pkg unless --name is given).
+func (f *installFlags) operator(pkg string) (*operatorsv1alpha1.Operator, error) {
+	if f.name == "" {
+		f.name = pkg
+	}
+	op := &operatorsv1alpha1.Operator{
+		ObjectMeta: metav1.ObjectMeta{Name: f.name},
+		Spec: operatorsv1alpha1.OperatorSpec{
+			PackageName: pkg, Version: f.version, Channel: f.channel, InstallNamespace: f.namespace, WatchNamespaces: f.watchNamespaces,
+			UpgradePolicy: operatorsv1alpha1.UpgradePolicy(f.upgradePolicy), UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicy(f.constraintPolicy),
+			DependencyPolicy: operatorsv1alpha1.DependencyPolicy(f.dependencyPolicy),
+		},
+	}
+	if f.catalogSelector != "" {
+		sel, err := metav1.ParseToLabelSelector(f.catalogSelector)
+		if err != nil {
+			return nil, fmt.Errorf("--catalog-selector: %w", err)
+		}
+		op.Spec.CatalogSelector = sel
+	}
+	return op, nil
+}
+
+// createOperator creates op, with wait waits until it is Installed and Healthy, and prints it.
+func (o *options) createOperator(ctx context.Context, c client.Client, op *operatorsv1alpha1.Operator, wait bool, timeout time.Duration) error {
+	name := op.Name
+	if err := c.Create(ctx, op); err != nil {
+		return fmt.Errorf("create Operator %s: %w", name, err)
+	}
+	fmt.Fprintf(o.ErrOut, "operator %s created (package %s)\n", name, op.Spec.PackageName)
+	if wait {
+		var err error
+		if op, err = o.waitInstalled(ctx, c, name, timeout, ""); err != nil {
+			return err
+		}
+	}
+	op.ManagedFields = nil
+	return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
 }
 
 // waitInstalled prints the Operator's condition changes until it is Installed and Healthy for its
@@ -392,109 +408,6 @@ move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to 
 	}
 	cmd.Flags().StringVar(&version, "version", "", "the version to approve (default: the one UpgradeAvailable offers)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the approved version is installed and healthy")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
-	return cmd
-}
-
-// uninstalled is what uninstall -o yaml|json prints: what was deleted, and with --wait that it is gone.
-type uninstalled struct {
-	Operator         string `json:"operator"`
-	BundleDeployment string `json:"bundleDeployment"`
-	// Namespace is the install namespace removed with the Operator ("" when it was not created for it).
-	Namespace string `json:"namespace,omitempty"`
-	Gone      bool   `json:"gone"`
-}
-
-func newUninstallCommand(o *options) *cobra.Command {
-	var (
-		wait    bool
-		timeout time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "uninstall NAME",
-		Short: "Delete an Operator and everything it installed (users)",
-		Long: `Delete the Operator NAME. Its BundleDeployment, and through it every object the bundle installed, is
-removed, and so is the install namespace if operator-controller created it for this Operator. With
-spec.deletionPolicy Orphan, the BundleDeployment is removed but every installed object and the
-namespace stay. With --wait, waits until the Operator, its BundleDeployment and that namespace are gone.`,
-		Example: `  kubectl olmv1 uninstall my-operator --wait`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			op := &operatorsv1alpha1.Operator{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
-				return fmt.Errorf("operator %s: %w", name, err)
-			}
-			ownedNS := ""
-			if nsName := op.Status.InstallNamespace; nsName != "" {
-				ns := &corev1.Namespace{}
-				if err := c.Get(ctx, client.ObjectKey{Name: nsName}, ns); err == nil && ns.Labels[ownerNameLabel] == name {
-					ownedNS = nsName
-				}
-			}
-			if err := c.Delete(ctx, op, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete Operator %s: %w", name, err)
-			}
-			fmt.Fprintf(o.ErrOut, "operator %s deleted\n", name)
-			result := uninstalled{Operator: name, BundleDeployment: name, Namespace: ownedNS}
-			if !wait {
-				if o.output != "table" {
-					return o.print(result, nil)
-				}
-				return nil
-			}
-			last := ""
-			err = o.poll(ctx, timeout, func(ctx context.Context) (bool, string, error) {
-				var left []string
-				for _, obj := range []struct {
-					what string
-					obj  client.Object
-					name string
-				}{
-					{"Operator", &operatorsv1alpha1.Operator{}, name},
-					{"BundleDeployment", &rukpakv1alpha1.BundleDeployment{}, name},
-					{"Namespace", &corev1.Namespace{}, ownedNS},
-				} {
-					if obj.name == "" {
-						continue
-					}
-					err := c.Get(ctx, client.ObjectKey{Name: obj.name}, obj.obj)
-					switch {
-					case apierrors.IsNotFound(err):
-					case err != nil:
-						return false, "", err
-					default:
-						left = append(left, obj.what+" "+obj.name)
-					}
-				}
-				state := "waiting for " + strings.Join(left, ", ") + " to be removed"
-				if len(left) > 0 && state != last {
-					fmt.Fprintf(o.ErrOut, "operator %s: %s\n", name, state)
-					last = state
-				}
-				return len(left) == 0, state, nil
-			})
-			if err != nil {
-				return fmt.Errorf("operator %s: %w", name, err)
-			}
-			removed := "Operator and BundleDeployment " + name
-			if ownedNS != "" {
-				removed += ", namespace " + ownedNS
-			}
-			fmt.Fprintf(o.ErrOut, "operator %s: uninstalled (%s removed)\n", name, removed)
-			result.Gone = true
-			if o.output != "table" {
-				return o.print(result, nil)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Operator, its BundleDeployment and its namespace are gone")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
 	return cmd
 }

@@ -41,62 +41,14 @@ func (p *planner) operatorObjects(ctx context.Context, st *clusterState, plan *P
 	}
 	if !planned["Namespace/"+ns] {
 		planned["Namespace/"+ns] = true
-		err := p.c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-		switch {
-		case apierrors.IsNotFound(err):
-			desired := controller.DesiredNamespace(op, ns)
-			note := "install namespace, removed with the Operator"
-			if len(desired.OwnerReferences) == 0 {
-				note = "install namespace, kept when the Operator is deleted (deletionPolicy Orphan)"
-			}
-			obj, err := toUnstructured(desired)
-			if err != nil {
-				return nil, err
-			}
-			plan.Objects = append(plan.Objects, PlannedObject{Action: "create", APIVersion: "v1", Kind: "Namespace", Name: ns,
-				Operator: op.Name, By: byOperatorController, Note: note, Object: obj})
-		case err != nil:
-			plan.Objects = append(plan.Objects, PlannedObject{Action: "unknown", APIVersion: "v1", Kind: "Namespace", Name: ns,
-				Operator: op.Name, By: byOperatorController, Note: fmt.Sprintf("cannot read it: %v", err)})
-		}
-	}
-
-	want, err := controller.DesiredBundleDeployment(op, b, ns)
-	if err != nil {
-		plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: operator-controller would not install bundle %s: %v", op.Name, b.Name, err))
-		return nil, nil
-	}
-	want.SetGroupVersionKind(rukpakv1alpha1.GroupVersion.WithKind("BundleDeployment"))
-	bdObj := PlannedObject{APIVersion: rukpakv1alpha1.GroupVersion.String(), Kind: "BundleDeployment", Name: want.Name, Operator: op.Name, By: byOperatorController}
-	after := want
-	if have == nil {
-		bdObj.Action = "create"
-	} else {
-		updated := have.DeepCopy()
-		if !controller.MergeBundleDeployment(updated, want) {
-			bdObj.Action, after = "unchanged", have
-		} else {
-			// The API server answers with the object as it would store it (defaults, validation).
-			dry := updated.DeepCopy()
-			if err := p.c.Update(ctx, dry, client.DryRunAll); err != nil {
-				bdObj.Note = fmt.Sprintf("the API server refuses the update: %v", err)
-			} else {
-				updated = dry
-			}
-			bdObj.Action, after = "update", updated
-			before, _ := toUnstructured(have)
-			next, _ := toUnstructured(updated)
-			if bdObj.Diff, err = objectDiff(before, next, "BundleDeployment "+have.Name); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if bdObj.Action != "unchanged" {
-		if bdObj.Object, err = toUnstructured(after); err != nil {
+		if err := p.planNamespace(ctx, plan, op, ns); err != nil {
 			return nil, err
 		}
 	}
-	plan.Objects = append(plan.Objects, bdObj)
+	after, err := p.planBundleDeployment(ctx, plan, op, b, ns, have)
+	if err != nil || after == nil {
+		return nil, err
+	}
 
 	objs, err := p.render(ctx, after)
 	if err != nil {
@@ -109,24 +61,107 @@ func (p *planner) operatorObjects(ctx context.Context, st *clusterState, plan *P
 	}
 	// An upgrade prunes what the installed bundle has and the new one does not (never CRDs).
 	if have != nil && have.Spec.Source.Image != nil && have.Spec.Source.Image.Ref != b.Image {
-		old, err := p.render(ctx, have)
-		if err != nil {
-			plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: could not render the installed bundle %s to find what the upgrade removes: %v", op.Name, have.Spec.Source.Image.Ref, err))
-		}
-		for _, u := range old {
-			if keep[objectKey(u)] || isCRD(u) {
-				continue
-			}
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(u.GroupVersionKind())
-			if err := p.c.Get(ctx, client.ObjectKeyFromObject(u), live); err != nil || live.GetLabels()[rukpakOwnerNameLabel] != have.Name {
-				continue // gone already, or not rukpak's for this BundleDeployment: left alone
-			}
-			plan.Objects = append(plan.Objects, PlannedObject{Action: "delete", APIVersion: u.GetAPIVersion(), Kind: u.GetKind(),
-				Namespace: u.GetNamespace(), Name: u.GetName(), Operator: op.Name, By: byRukpak, Note: "the new bundle no longer has it (pruned)"})
-		}
+		p.planPrune(ctx, plan, op, have, keep)
 	}
 	return &rendered{op: op, bd: after, objects: objs}, nil
+}
+
+// planNamespace adds to plan the creation of op's install namespace ns when it is missing (or that
+// it cannot be read).
+func (p *planner) planNamespace(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, ns string) error {
+	err := p.c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	switch {
+	case apierrors.IsNotFound(err):
+		desired := controller.DesiredNamespace(op, ns)
+		note := "install namespace, removed with the Operator"
+		if len(desired.OwnerReferences) == 0 {
+			note = "install namespace, kept when the Operator is deleted (deletionPolicy Orphan)"
+		}
+		obj, err := toUnstructured(desired)
+		if err != nil {
+			return err
+		}
+		plan.Objects = append(plan.Objects, PlannedObject{Action: "create", APIVersion: "v1", Kind: "Namespace", Name: ns,
+			Operator: op.Name, By: byOperatorController, Note: note, Object: obj})
+	case err != nil:
+		plan.Objects = append(plan.Objects, PlannedObject{Action: "unknown", APIVersion: "v1", Kind: "Namespace", Name: ns,
+			Operator: op.Name, By: byOperatorController, Note: fmt.Sprintf("cannot read it: %v", err)})
+	}
+	return nil
+}
+
+// planBundleDeployment adds to plan what a reconcile of op would do to its BundleDeployment (have,
+// nil when there is none) to install b into ns, and returns the BundleDeployment after it. When
+// operator-controller would not install b, it adds a note and returns nil.
+func (p *planner) planBundleDeployment(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string,
+	have *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
+	want, err := controller.DesiredBundleDeployment(op, b, ns)
+	if err != nil {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: operator-controller would not install bundle %s: %v", op.Name, b.Name, err))
+		return nil, nil
+	}
+	want.SetGroupVersionKind(rukpakv1alpha1.GroupVersion.WithKind("BundleDeployment"))
+	bdObj := PlannedObject{APIVersion: rukpakv1alpha1.GroupVersion.String(), Kind: "BundleDeployment", Name: want.Name, Operator: op.Name, By: byOperatorController}
+	after := want
+	if have == nil {
+		bdObj.Action = "create"
+	} else if after, err = p.updatedBundleDeployment(ctx, have, want, &bdObj); err != nil {
+		return nil, err
+	}
+	if bdObj.Action != "unchanged" {
+		if bdObj.Object, err = toUnstructured(after); err != nil {
+			return nil, err
+		}
+	}
+	plan.Objects = append(plan.Objects, bdObj)
+	return after, nil
+}
+
+// updatedBundleDeployment is the existing BundleDeployment have after a reconcile merges want into
+// it, as the API server would store it; it sets bdObj's action (unchanged or update), diff and note.
+func (p *planner) updatedBundleDeployment(ctx context.Context, have, want *rukpakv1alpha1.BundleDeployment, bdObj *PlannedObject) (*rukpakv1alpha1.BundleDeployment, error) {
+	updated := have.DeepCopy()
+	if !controller.MergeBundleDeployment(updated, want) {
+		bdObj.Action = "unchanged"
+		return have, nil
+	}
+	// The API server answers with the object as it would store it (defaults, validation).
+	dry := updated.DeepCopy()
+	if err := p.c.Update(ctx, dry, client.DryRunAll); err != nil {
+		bdObj.Note = fmt.Sprintf("the API server refuses the update: %v", err)
+	} else {
+		updated = dry
+	}
+	bdObj.Action = "update"
+	before, _ := toUnstructured(have)
+	next, _ := toUnstructured(updated)
+	var err error
+	if bdObj.Diff, err = objectDiff(before, next, "BundleDeployment "+have.Name); err != nil {
+		return nil, err
+	}
+	return updated, nil
+}
+
+// planPrune adds to plan the deletion of what the installed bundle of have rendered that the new
+// bundle does not (keep holds the new bundle's object keys), never CRDs, and only objects rukpak
+// applied for have.
+func (p *planner) planPrune(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, keep map[string]bool) {
+	old, err := p.render(ctx, have)
+	if err != nil {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: could not render the installed bundle %s to find what the upgrade removes: %v", op.Name, have.Spec.Source.Image.Ref, err))
+	}
+	for _, u := range old {
+		if keep[objectKey(u)] || isCRD(u) {
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		if err := p.c.Get(ctx, client.ObjectKeyFromObject(u), live); err != nil || live.GetLabels()[rukpakOwnerNameLabel] != have.Name {
+			continue // gone already, or not rukpak's for this BundleDeployment: left alone
+		}
+		plan.Objects = append(plan.Objects, PlannedObject{Action: "delete", APIVersion: u.GetAPIVersion(), Kind: u.GetKind(),
+			Namespace: u.GetNamespace(), Name: u.GetName(), Operator: op.Name, By: byRukpak, Note: "the new bundle no longer has it (pruned)"})
+	}
 }
 
 // render renders the bundle bd installs exactly as rukpak would for bd: its provisioner, install

@@ -42,81 +42,31 @@ type roleDef struct {
 // rbacGrants summarises the Roles, ClusterRoles and bindings among r's objects. A binding to a role
 // the bundle does not define (e.g. the cluster's "view") is described from the live role.
 func rbacGrants(ctx context.Context, c client.Reader, r *rendered) ([]RBACGrant, error) {
-	roles := map[string]*roleDef{}
-	var order []string
-	var rbs []rbacv1.RoleBinding
-	var crbs []rbacv1.ClusterRoleBinding
-	for _, u := range r.objects {
-		if u.GroupVersionKind().Group != rbacv1.GroupName {
-			continue
-		}
-		switch u.GetKind() {
-		case "Role", "ClusterRole":
-			role := &rbacv1.ClusterRole{} // Role has the same rules; its namespace is in the metadata
-			if err := fromUnstructured(u, role); err != nil {
-				return nil, err
-			}
-			d := &roleDef{key: roleKey(u.GetKind(), u.GetNamespace(), u.GetName()), kind: u.GetKind(), ns: u.GetNamespace(), name: u.GetName(), rules: role.Rules}
-			roles[d.key] = d
-			order = append(order, d.key)
-		case "RoleBinding":
-			b := rbacv1.RoleBinding{}
-			if err := fromUnstructured(u, &b); err != nil {
-				return nil, err
-			}
-			rbs = append(rbs, b)
-		case "ClusterRoleBinding":
-			b := rbacv1.ClusterRoleBinding{}
-			if err := fromUnstructured(u, &b); err != nil {
-				return nil, err
-			}
-			crbs = append(crbs, b)
-		}
+	rb, err := collectRBAC(r.objects)
+	if err != nil {
+		return nil, err
 	}
 	var out []RBACGrant
-	grant := func(ref rbacv1.RoleRef, refNS, binding, scope string, subjects []rbacv1.Subject) error {
-		key := roleKey(ref.Kind, refNS, ref.Name)
-		g := RBACGrant{Operator: r.op.Name, Role: roleLabel(ref.Kind, refNS, ref.Name), Binding: binding, Scope: scope, Subjects: subjectNames(subjects)}
-		d := roles[key]
-		if d != nil {
-			d.bound = true
-			g.Rules = ruleLines(d.rules)
-			change, err := roleChange(ctx, c, d)
-			if err != nil {
-				return err
-			}
-			g.Change = change
-			g.Warnings = ruleWarnings(d.rules, scope == "cluster-wide")
-		} else {
-			rules, err := liveRules(ctx, c, ref.Kind, refNS, ref.Name)
-			if err != nil {
-				return err
-			}
-			g.Change, g.Rules = "existing", ruleLines(rules)
-			if rules == nil {
-				g.Rules = []string{"(the role does not exist in the cluster)"}
-			}
-			g.Warnings = ruleWarnings(rules, scope == "cluster-wide")
-		}
-		out = append(out, g)
-		return nil
-	}
-	for _, b := range crbs {
-		if err := grant(b.RoleRef, "", "ClusterRoleBinding "+b.Name, "cluster-wide", b.Subjects); err != nil {
+	for _, b := range rb.crbs {
+		g, err := rb.grant(ctx, c, r.op.Name, b.RoleRef, "", "ClusterRoleBinding "+b.Name, "cluster-wide", b.Subjects)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, g)
 	}
-	for _, b := range rbs {
+	for _, b := range rb.rbs {
 		refNS := b.Namespace
 		if b.RoleRef.Kind == "ClusterRole" {
 			refNS = ""
 		}
-		if err := grant(b.RoleRef, refNS, "RoleBinding "+b.Namespace+"/"+b.Name, "namespace "+b.Namespace, b.Subjects); err != nil {
+		g, err := rb.grant(ctx, c, r.op.Name, b.RoleRef, refNS, "RoleBinding "+b.Namespace+"/"+b.Name, "namespace "+b.Namespace, b.Subjects)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, g)
 	}
-	for _, key := range order {
-		d := roles[key]
+	for _, key := range rb.order {
+		d := rb.roles[key]
 		if d.bound {
 			continue
 		}
@@ -127,6 +77,75 @@ func rbacGrants(ctx context.Context, c client.Reader, r *rendered) ([]RBACGrant,
 		out = append(out, RBACGrant{Operator: r.op.Name, Role: roleLabel(d.kind, d.ns, d.name), Scope: "not bound", Rules: ruleLines(d.rules), Change: change})
 	}
 	return out, nil
+}
+
+// bundleRBAC is the RBAC among a bundle's objects.
+type bundleRBAC struct {
+	// roles are the Roles and ClusterRoles by roleKey; order is their keys in the bundle's order.
+	roles map[string]*roleDef
+	order []string
+	rbs   []rbacv1.RoleBinding
+	crbs  []rbacv1.ClusterRoleBinding
+}
+
+// collectRBAC picks the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings out of objects.
+func collectRBAC(objects []*unstructured.Unstructured) (*bundleRBAC, error) {
+	rb := &bundleRBAC{roles: map[string]*roleDef{}}
+	for _, u := range objects {
+		if u.GroupVersionKind().Group != rbacv1.GroupName {
+			continue
+		}
+		switch u.GetKind() {
+		case "Role", "ClusterRole":
+			role := &rbacv1.ClusterRole{} // Role has the same rules; its namespace is in the metadata
+			if err := fromUnstructured(u, role); err != nil {
+				return nil, err
+			}
+			d := &roleDef{key: roleKey(u.GetKind(), u.GetNamespace(), u.GetName()), kind: u.GetKind(), ns: u.GetNamespace(), name: u.GetName(), rules: role.Rules}
+			rb.roles[d.key] = d
+			rb.order = append(rb.order, d.key)
+		case "RoleBinding":
+			b := rbacv1.RoleBinding{}
+			if err := fromUnstructured(u, &b); err != nil {
+				return nil, err
+			}
+			rb.rbs = append(rb.rbs, b)
+		case "ClusterRoleBinding":
+			b := rbacv1.ClusterRoleBinding{}
+			if err := fromUnstructured(u, &b); err != nil {
+				return nil, err
+			}
+			rb.crbs = append(rb.crbs, b)
+		}
+	}
+	return rb, nil
+}
+
+// grant describes what binding (of scope) grants subjects of Operator op: the rules of role ref
+// (in namespace refNS), from the bundle's role, which it marks bound, else from the live one.
+func (rb *bundleRBAC) grant(ctx context.Context, c client.Reader, op string, ref rbacv1.RoleRef, refNS, binding, scope string, subjects []rbacv1.Subject) (RBACGrant, error) {
+	g := RBACGrant{Operator: op, Role: roleLabel(ref.Kind, refNS, ref.Name), Binding: binding, Scope: scope, Subjects: subjectNames(subjects)}
+	if d := rb.roles[roleKey(ref.Kind, refNS, ref.Name)]; d != nil {
+		d.bound = true
+		g.Rules = ruleLines(d.rules)
+		change, err := roleChange(ctx, c, d)
+		if err != nil {
+			return RBACGrant{}, err
+		}
+		g.Change = change
+		g.Warnings = ruleWarnings(d.rules, scope == "cluster-wide")
+		return g, nil
+	}
+	rules, err := liveRules(ctx, c, ref.Kind, refNS, ref.Name)
+	if err != nil {
+		return RBACGrant{}, err
+	}
+	g.Change, g.Rules = "existing", ruleLines(rules)
+	if rules == nil {
+		g.Rules = []string{"(the role does not exist in the cluster)"}
+	}
+	g.Warnings = ruleWarnings(rules, scope == "cluster-wide")
+	return g, nil
 }
 
 func roleKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }

@@ -14,13 +14,16 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 )
 
+// upgradeFlags are the flags of upgrade.
+type upgradeFlags struct {
+	version, channel string
+	preview, wait    bool
+	timeout          time.Duration
+	pf               previewFlags
+}
+
 func newUpgradeCommand(o *options) *cobra.Command {
-	var (
-		version, channel string
-		preview, wait    bool
-		timeout          time.Duration
-		pf               previewFlags
-	)
+	var uf upgradeFlags
 	cmd := &cobra.Command{
 		Use:   "upgrade NAME",
 		Short: "Upgrade an Operator: change its version range or channel, or approve its pending upgrade; --preview shows what would change (users)",
@@ -41,63 +44,81 @@ upgrade-safety findings. Bundle images are pulled to render them.`,
   kubectl olmv1 upgrade my-manual-operator --preview          # the upgrade it waits for`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, ctx := args[0], cmd.Context()
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			p := o.newPlanner(c, pf)
-			op := &operatorsv1alpha1.Operator{}
-			if err := p.c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
-				return fmt.Errorf("operator %s: %w", name, err)
-			}
-			st, err := readState(ctx, p.c, p.reader)
-			if err != nil {
-				return err
-			}
-			after, err := proposeUpgrade(ctx, st, op, version, channel)
-			if err != nil {
-				return err
-			}
-			// The API server validates the change as it would store it.
-			dry := after.DeepCopy()
-			if err := p.c.Patch(ctx, dry, client.MergeFrom(op), client.DryRunAll); err != nil {
-				return fmt.Errorf("operator %s: the API server refuses the change: %w", name, err)
-			}
-			if preview {
-				plan, err := p.build(ctx, st, proposal{action: "upgrade", after: dry, before: op})
-				if err != nil {
-					return err
-				}
-				if err := o.printPlan(plan); err != nil {
-					return err
-				}
-				if plan.Failed != "" {
-					return &SilentError{Err: fmt.Errorf("operator %s: resolution would fail", name)}
-				}
-				return nil
-			}
-			if err := c.Patch(ctx, after, client.MergeFrom(op)); err != nil {
-				return fmt.Errorf("operator %s: %w", name, err)
-			}
-			fmt.Fprintf(o.ErrOut, "operator %s: %s\n", name, specChange(op, after))
-			if wait {
-				if after, err = o.waitInstalled(ctx, c, name, timeout, after.Spec.ApprovedVersion); err != nil {
-					return err
-				}
-			}
-			after.ManagedFields = nil
-			return o.print(after, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
+			return o.upgrade(cmd.Context(), c, args[0], uf)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&version, "version", "", `new spec.version: a version or a semver range, e.g. 1.3.0 or ">=1.3.0 <2.0.0"`)
-	f.StringVar(&channel, "channel", "", "new spec.channel (replaces spec.channels)")
-	f.BoolVar(&preview, "preview", false, "print what would change (resolution, objects with diffs, RBAC, CRD upgrade safety) and change nothing")
-	f.BoolVar(&wait, "wait", false, "wait until the new version is installed and healthy")
-	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
-	pf.bind(f)
+	f.StringVar(&uf.version, "version", "", `new spec.version: a version or a semver range, e.g. 1.3.0 or ">=1.3.0 <2.0.0"`)
+	f.StringVar(&uf.channel, "channel", "", "new spec.channel (replaces spec.channels)")
+	f.BoolVar(&uf.preview, "preview", false, "print what would change (resolution, objects with diffs, RBAC, CRD upgrade safety) and change nothing")
+	f.BoolVar(&uf.wait, "wait", false, "wait until the new version is installed and healthy")
+	f.DurationVar(&uf.timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	uf.pf.bind(f)
 	return cmd
+}
+
+// upgrade changes the spec of Operator name as uf says, after the API server validated the change
+// in a dry run; with --preview it prints the plan of the change instead.
+func (o *options) upgrade(ctx context.Context, c client.Client, name string, uf upgradeFlags) error {
+	p := o.newPlanner(c, uf.pf)
+	op := &operatorsv1alpha1.Operator{}
+	if err := p.c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
+		return fmt.Errorf("operator %s: %w", name, err)
+	}
+	st, err := readState(ctx, p.c, p.reader)
+	if err != nil {
+		return err
+	}
+	after, err := proposeUpgrade(ctx, st, op, uf.version, uf.channel)
+	if err != nil {
+		return err
+	}
+	// The API server validates the change as it would store it.
+	dry := after.DeepCopy()
+	if err := p.c.Patch(ctx, dry, client.MergeFrom(op), client.DryRunAll); err != nil {
+		return fmt.Errorf("operator %s: the API server refuses the change: %w", name, err)
+	}
+	if uf.preview {
+		return o.previewUpgrade(ctx, p, st, op, dry)
+	}
+	return o.applyUpgrade(ctx, c, op, after, uf.wait, uf.timeout)
+}
+
+// previewUpgrade prints the plan of changing op into dry (as the API server would store it).
+func (o *options) previewUpgrade(ctx context.Context, p *planner, st *clusterState, op, dry *operatorsv1alpha1.Operator) error {
+	plan, err := p.build(ctx, st, proposal{action: "upgrade", after: dry, before: op})
+	if err != nil {
+		return err
+	}
+	if err := o.printPlan(plan); err != nil {
+		return err
+	}
+	if plan.Failed != "" {
+		return &SilentError{Err: fmt.Errorf("operator %s: resolution would fail", op.Name)}
+	}
+	return nil
+}
+
+// applyUpgrade patches op into after, with wait waits until the approved version is installed and
+// healthy, and prints the Operator.
+func (o *options) applyUpgrade(ctx context.Context, c client.Client, op, after *operatorsv1alpha1.Operator, wait bool, timeout time.Duration) error {
+	name := op.Name
+	if err := c.Patch(ctx, after, client.MergeFrom(op)); err != nil {
+		return fmt.Errorf("operator %s: %w", name, err)
+	}
+	fmt.Fprintf(o.ErrOut, "operator %s: %s\n", name, specChange(op, after))
+	if wait {
+		var err error
+		if after, err = o.waitInstalled(ctx, c, name, timeout, after.Spec.ApprovedVersion); err != nil {
+			return err
+		}
+	}
+	after.ManagedFields = nil
+	return o.print(after, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
 }
 
 // proposeUpgrade returns op with the upgrade applied to its spec. For upgradePolicy Manual the

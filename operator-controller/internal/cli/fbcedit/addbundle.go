@@ -58,6 +58,36 @@ func AddBundle(cfg *declcfg.DeclarativeConfig, b *Bundle, opts AddOptions) (*Add
 	}
 	res := &AddResult{Package: b.Package, Bundle: b.Name}
 
+	versions, err := packageVersions(cfg, b)
+	if err != nil {
+		return nil, err
+	}
+	res.PackageCreated = ensurePackage(cfg, b, channels)
+	skipRange, err := skipRangeOf(b, opts.SkipRange)
+	if err != nil {
+		return nil, err
+	}
+	usedReplaces := false
+	for _, name := range channels {
+		change, err := addToChannel(cfg, b, name, skipRange, versions)
+		if err != nil {
+			return nil, err
+		}
+		if b.Replaces != "" && b.Replaces == change.Replaces {
+			usedReplaces = true
+		}
+		res.Channels = append(res.Channels, change)
+	}
+	if b.Replaces != "" && !usedReplaces {
+		res.Notes = append(res.Notes, fmt.Sprintf("the CSV's spec.replaces %s is not the head of any of the channels; the entries replace the channel heads instead", b.Replaces))
+	}
+	cfg.Bundles = append(cfg.Bundles, b.Blob(opts.Image))
+	return res, nil
+}
+
+// packageVersions returns the versions of the bundles cfg has of b's package, by name; a bundle of
+// b's name or version is an error (a published bundle is never replaced).
+func packageVersions(cfg *declcfg.DeclarativeConfig, b *Bundle) (map[string]*semver.Version, error) {
 	versions := map[string]*semver.Version{}
 	for _, existing := range cfg.Bundles {
 		if existing.Package != b.Package {
@@ -75,67 +105,71 @@ func AddBundle(cfg *declcfg.DeclarativeConfig, b *Bundle, opts AddOptions) (*Add
 		}
 		versions[existing.Name] = v
 	}
+	return versions, nil
+}
 
-	pkgIdx := slices.IndexFunc(cfg.Packages, func(p declcfg.Package) bool { return p.Name == b.Package })
-	if pkgIdx < 0 {
-		def := b.DefaultChannel
-		if def == "" || !slices.Contains(channels, def) {
-			def = channels[0]
-		}
-		cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: b.Package, DefaultChannel: def})
-		res.PackageCreated = true
+// ensurePackage adds the olm.package blob of b's package to cfg when it has none, with b's default
+// channel (when it is one of channels, else the first of channels); it reports whether it did.
+func ensurePackage(cfg *declcfg.DeclarativeConfig, b *Bundle, channels []string) bool {
+	if slices.ContainsFunc(cfg.Packages, func(p declcfg.Package) bool { return p.Name == b.Package }) {
+		return false
 	}
+	def := b.DefaultChannel
+	if def == "" || !slices.Contains(channels, def) {
+		def = channels[0]
+	}
+	cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: b.Package, DefaultChannel: def})
+	return true
+}
 
-	skipRange := opts.SkipRange
+// skipRangeOf is the skip range of b's new entries: override when set, else the CSV's; it must be
+// a semver range.
+func skipRangeOf(b *Bundle, override string) (string, error) {
+	skipRange := override
 	if skipRange == "" {
 		skipRange = b.SkipRange
 	}
 	if skipRange != "" {
 		if _, err := semver.NewConstraint(skipRange); err != nil {
-			return nil, fmt.Errorf("skip range %q: %w", skipRange, err)
+			return "", fmt.Errorf("skip range %q: %w", skipRange, err)
 		}
 	}
-	usedReplaces := false
-	for _, name := range channels {
-		idx := slices.IndexFunc(cfg.Channels, func(c declcfg.Channel) bool { return c.Package == b.Package && c.Name == name })
-		change := ChannelChange{Channel: name, SkipRange: skipRange}
-		if idx < 0 {
-			cfg.Channels = append(cfg.Channels, declcfg.Channel{Schema: declcfg.SchemaChannel, Package: b.Package, Name: name})
-			idx = len(cfg.Channels) - 1
-			change.Created = true
-		}
-		ch := &cfg.Channels[idx]
-		head, err := channelHead(ch)
-		if err != nil {
-			return nil, err
-		}
-		if head != "" {
-			hv, ok := versions[head]
-			if !ok {
-				return nil, fmt.Errorf("channel %s of package %s: its head %s has no olm.bundle blob in the catalog", name, b.Package, head)
-			}
-			if !b.Version.GreaterThan(hv) {
-				return nil, fmt.Errorf("bundle %s (version %s) is not newer than %s (version %s), the head of channel %s: a channel's head is its newest bundle (bump spec.version, or add the bundle to another channel)",
-					b.Name, b.Version, head, hv, name)
-			}
-			change.Replaces = head
-		}
-		for _, s := range b.Skips {
-			if s != change.Replaces {
-				change.Skips = append(change.Skips, s)
-			}
-		}
-		if b.Replaces != "" && b.Replaces == change.Replaces {
-			usedReplaces = true
-		}
-		ch.Entries = append(ch.Entries, declcfg.ChannelEntry{Name: b.Name, Replaces: change.Replaces, Skips: change.Skips, SkipRange: change.SkipRange})
-		res.Channels = append(res.Channels, change)
+	return skipRange, nil
+}
+
+// addToChannel adds b's entry to channel name of its package (created when missing): it replaces
+// the channel's head, which must be older (versions are the package's bundle versions by name).
+func addToChannel(cfg *declcfg.DeclarativeConfig, b *Bundle, name, skipRange string, versions map[string]*semver.Version) (ChannelChange, error) {
+	idx := slices.IndexFunc(cfg.Channels, func(c declcfg.Channel) bool { return c.Package == b.Package && c.Name == name })
+	change := ChannelChange{Channel: name, SkipRange: skipRange}
+	if idx < 0 {
+		cfg.Channels = append(cfg.Channels, declcfg.Channel{Schema: declcfg.SchemaChannel, Package: b.Package, Name: name})
+		idx = len(cfg.Channels) - 1
+		change.Created = true
 	}
-	if b.Replaces != "" && !usedReplaces {
-		res.Notes = append(res.Notes, fmt.Sprintf("the CSV's spec.replaces %s is not the head of any of the channels; the entries replace the channel heads instead", b.Replaces))
+	ch := &cfg.Channels[idx]
+	head, err := channelHead(ch)
+	if err != nil {
+		return ChannelChange{}, err
 	}
-	cfg.Bundles = append(cfg.Bundles, b.Blob(opts.Image))
-	return res, nil
+	if head != "" {
+		hv, ok := versions[head]
+		if !ok {
+			return ChannelChange{}, fmt.Errorf("channel %s of package %s: its head %s has no olm.bundle blob in the catalog", name, b.Package, head)
+		}
+		if !b.Version.GreaterThan(hv) {
+			return ChannelChange{}, fmt.Errorf("bundle %s (version %s) is not newer than %s (version %s), the head of channel %s: a channel's head is its newest bundle (bump spec.version, or add the bundle to another channel)",
+				b.Name, b.Version, head, hv, name)
+		}
+		change.Replaces = head
+	}
+	for _, s := range b.Skips {
+		if s != change.Replaces {
+			change.Skips = append(change.Skips, s)
+		}
+	}
+	ch.Entries = append(ch.Entries, declcfg.ChannelEntry{Name: b.Name, Replaces: change.Replaces, Skips: change.Skips, SkipRange: change.SkipRange})
+	return change, nil
 }
 
 // channelHead returns the entry of ch that no other entry replaces or skips ("" for an empty

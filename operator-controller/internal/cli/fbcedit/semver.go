@@ -59,100 +59,146 @@ func RenderSemver(t *SemverTemplate, bundles map[string]*Bundle) (*declcfg.Decla
 	if t.Schema != SemverSchema {
 		return nil, fmt.Errorf("template schema is %q, want %q", t.Schema, SemverSchema)
 	}
-	major, minor := t.GenerateMajorChannels, t.GenerateMinorChannels
-	if !major && !minor {
-		minor = true
+	r := &semverRender{
+		t: t, bundles: bundles,
+		major: t.GenerateMajorChannels, minor: t.GenerateMinorChannels,
+		cfg:       &declcfg.DeclarativeConfig{},
+		images:    map[string]string{},
+		byVersion: map[string]string{},
 	}
-	cfg := &declcfg.DeclarativeConfig{}
-	pkg := ""
-	images := map[string]string{} // bundle name -> image
-	byVersion := map[string]string{}
-	type head struct {
-		channel string
-		version *semver.Version
+	if !r.major && !r.minor {
+		r.minor = true
 	}
-	var defaultHead *head
 	for _, kind := range semverKinds {
-		var vs []*Bundle
-		seen := map[string]bool{}
-		for i, e := range t.kind(kind).Bundles {
-			b, ok := bundles[e.Image]
-			if !ok || b == nil {
-				return nil, fmt.Errorf("%s.bundles[%d]: no bundle read for image %q", kind, i, e.Image)
-			}
-			if pkg == "" {
-				pkg = b.Package
-			} else if b.Package != pkg {
-				return nil, fmt.Errorf("%s.bundles[%d]: image %s is package %s, but the template's other bundles are package %s; a template renders one package", kind, i, e.Image, b.Package, pkg)
-			}
-			if prev, ok := images[b.Name]; ok && prev != e.Image {
-				return nil, fmt.Errorf("bundle %s is both %s and %s", b.Name, prev, e.Image)
-			}
-			images[b.Name] = e.Image
-			core := fmt.Sprintf("%d.%d.%d-%s", b.Version.Major(), b.Version.Minor(), b.Version.Patch(), b.Version.Prerelease())
-			if other, ok := byVersion[core]; ok && other != b.Name {
-				return nil, fmt.Errorf("bundles %s and %s differ only by build metadata (%s); semver ignores build metadata, so they cannot be ordered", other, b.Name, b.Version)
-			}
-			byVersion[core] = b.Name
-			if seen[b.Name] {
-				continue
-			}
-			seen[b.Name] = true
-			vs = append(vs, b)
+		vs, err := r.kindBundles(kind)
+		if err != nil {
+			return nil, err
 		}
 		if len(vs) == 0 {
 			continue
 		}
-		slices.SortFunc(vs, func(a, b *Bundle) int { return a.Version.Compare(b.Version) })
-		entries := semverEdges(vs, t.AvoidSkipPatch)
-		emit := func(name string, keep func(*Bundle) bool) {
-			ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: pkg, Name: name}
-			var top *semver.Version
-			for i, b := range vs {
-				if keep(b) {
-					ch.Entries = append(ch.Entries, entries[i])
-					top = b.Version
-				}
-			}
-			cfg.Channels = append(cfg.Channels, ch)
-			if defaultHead == nil || kindRank(name) > kindRank(defaultHead.channel) || (kindRank(name) == kindRank(defaultHead.channel) && top.GreaterThan(defaultHead.version)) {
-				defaultHead = &head{channel: name, version: top}
-			}
-		}
-		for _, m := range distinct(vs, func(b *Bundle) [2]uint64 { return [2]uint64{b.Version.Major(), 0} }) {
-			if major {
-				emit(fmt.Sprintf("%s-v%d", kind, m[0]), func(b *Bundle) bool { return b.Version.Major() == m[0] })
-			}
-		}
-		if minor {
-			for _, m := range distinct(vs, func(b *Bundle) [2]uint64 { return [2]uint64{b.Version.Major(), b.Version.Minor()} }) {
-				emit(fmt.Sprintf("%s-v%d.%d", kind, m[0], m[1]), func(b *Bundle) bool { return b.Version.Major() == m[0] && b.Version.Minor() == m[1] })
-			}
-		}
+		r.addChannels(kind, vs)
 	}
-	if pkg == "" {
+	if r.pkg == "" {
 		return nil, fmt.Errorf("the template lists no bundles")
 	}
-	// With both kinds of channels, the default is the major channel of the chosen kind and version.
-	def := defaultHead.channel
-	if major && minor {
-		def = fmt.Sprintf("%s-v%d", kindOf(def), defaultHead.version.Major())
+	r.cfg.Packages = []declcfg.Package{{Schema: declcfg.SchemaPackage, Name: r.pkg, DefaultChannel: r.defaultChannel()}}
+	r.addBundles()
+	return r.cfg, nil
+}
+
+// semverRender is one rendering of a semver template: the catalog so far and what the channel
+// kinds read so far found.
+type semverRender struct {
+	t            *SemverTemplate
+	bundles      map[string]*Bundle
+	major, minor bool // which channels to generate
+	cfg          *declcfg.DeclarativeConfig
+	pkg          string
+	images       map[string]string // bundle name -> image
+	byVersion    map[string]string // version without build metadata -> bundle name
+	// defaultHead is the channel with the most stable kind and, among those, the highest head.
+	defaultHead *channelTop
+}
+
+// channelTop is a generated channel and the version of its head.
+type channelTop struct {
+	channel string
+	version *semver.Version
+}
+
+// kindBundles checks the bundles the template lists under kind (one package; one image per bundle
+// name; versions that differ by more than build metadata) and returns them once each, sorted by
+// version.
+func (r *semverRender) kindBundles(kind string) ([]*Bundle, error) {
+	var vs []*Bundle
+	seen := map[string]bool{}
+	for i, e := range r.t.kind(kind).Bundles {
+		b, ok := r.bundles[e.Image]
+		if !ok || b == nil {
+			return nil, fmt.Errorf("%s.bundles[%d]: no bundle read for image %q", kind, i, e.Image)
+		}
+		if r.pkg == "" {
+			r.pkg = b.Package
+		} else if b.Package != r.pkg {
+			return nil, fmt.Errorf("%s.bundles[%d]: image %s is package %s, but the template's other bundles are package %s; a template renders one package", kind, i, e.Image, b.Package, r.pkg)
+		}
+		if prev, ok := r.images[b.Name]; ok && prev != e.Image {
+			return nil, fmt.Errorf("bundle %s is both %s and %s", b.Name, prev, e.Image)
+		}
+		r.images[b.Name] = e.Image
+		core := fmt.Sprintf("%d.%d.%d-%s", b.Version.Major(), b.Version.Minor(), b.Version.Patch(), b.Version.Prerelease())
+		if other, ok := r.byVersion[core]; ok && other != b.Name {
+			return nil, fmt.Errorf("bundles %s and %s differ only by build metadata (%s); semver ignores build metadata, so they cannot be ordered", other, b.Name, b.Version)
+		}
+		r.byVersion[core] = b.Name
+		if seen[b.Name] {
+			continue
+		}
+		seen[b.Name] = true
+		vs = append(vs, b)
 	}
-	cfg.Packages = []declcfg.Package{{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: def}}
-	names := make([]string, 0, len(images))
-	for n := range images {
+	slices.SortFunc(vs, func(a, b *Bundle) int { return a.Version.Compare(b.Version) })
+	return vs, nil
+}
+
+// addChannels adds the major and/or minor channels of kind over vs (sorted by version).
+func (r *semverRender) addChannels(kind string, vs []*Bundle) {
+	entries := semverEdges(vs, r.t.AvoidSkipPatch)
+	if r.major {
+		for _, m := range distinct(vs, func(b *Bundle) [2]uint64 { return [2]uint64{b.Version.Major(), 0} }) {
+			r.addChannel(fmt.Sprintf("%s-v%d", kind, m[0]), vs, entries, func(b *Bundle) bool { return b.Version.Major() == m[0] })
+		}
+	}
+	if r.minor {
+		for _, m := range distinct(vs, func(b *Bundle) [2]uint64 { return [2]uint64{b.Version.Major(), b.Version.Minor()} }) {
+			r.addChannel(fmt.Sprintf("%s-v%d.%d", kind, m[0], m[1]), vs, entries, func(b *Bundle) bool { return b.Version.Major() == m[0] && b.Version.Minor() == m[1] })
+		}
+	}
+}
+
+// addChannel adds channel name with the entries (of vs, index for index) of the bundles keep keeps,
+// and makes it the default head when it beats the current one.
+func (r *semverRender) addChannel(name string, vs []*Bundle, entries []declcfg.ChannelEntry, keep func(*Bundle) bool) {
+	ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: r.pkg, Name: name}
+	var top *semver.Version
+	for i, b := range vs {
+		if keep(b) {
+			ch.Entries = append(ch.Entries, entries[i])
+			top = b.Version
+		}
+	}
+	r.cfg.Channels = append(r.cfg.Channels, ch)
+	if d := r.defaultHead; d == nil || kindRank(name) > kindRank(d.channel) || (kindRank(name) == kindRank(d.channel) && top.GreaterThan(d.version)) {
+		r.defaultHead = &channelTop{channel: name, version: top}
+	}
+}
+
+// defaultChannel is the package's default channel: the default head's channel, or, with both
+// kinds of channels, the major channel of the chosen kind and version.
+func (r *semverRender) defaultChannel() string {
+	def := r.defaultHead.channel
+	if r.major && r.minor {
+		def = fmt.Sprintf("%s-v%d", kindOf(def), r.defaultHead.version.Major())
+	}
+	return def
+}
+
+// addBundles adds the olm.bundle blob of every bundle of the template, sorted by name.
+func (r *semverRender) addBundles() {
+	names := make([]string, 0, len(r.images))
+	for n := range r.images {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		for _, b := range bundles {
+		for _, b := range r.bundles {
 			if b.Name == n {
-				cfg.Bundles = append(cfg.Bundles, b.Blob(images[n]))
+				r.cfg.Bundles = append(r.cfg.Bundles, b.Blob(r.images[n]))
 				break
 			}
 		}
 	}
-	return cfg, nil
 }
 
 // semverEdges returns the channel entries of vs (sorted ascending, one channel kind).

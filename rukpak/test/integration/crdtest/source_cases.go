@@ -2,6 +2,7 @@ package crdtest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,13 +13,20 @@ func SourceCases() []Case {
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	sha1 := strings.Repeat("0123456789", 4)
 	sha256 := strings.Repeat("0123456789abcdef", 4)
-	tooManyConfigMaps := "type: ConfigMaps\nconfigMaps:\n"
-	for i := range 65 {
-		tooManyConfigMaps += fmt.Sprintf("- configMap: {name: cm-%d}\n", i)
-	}
+	return slices.Concat(
+		unionCases(digest, sha1, sha256),
+		imageCases(digest),
+		configMapsCases(),
+		httpCases(),
+		gitCases(sha1),
+	)
+}
 
+// unionCases are the cases of the discriminator and the union members: one valid source of each
+// type, and a member missing for its type or set for another. digest is an image digest, sha1 and
+// sha256 are git commit ids.
+func unionCases(digest, sha1, sha256 string) []Case {
 	return []Case{
-		// The discriminator and the union members.
 		{Name: "image by tag", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest"}}`},
 		{Name: "image by tag with every option", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:v1", pullSecret: my-pull-secret, insecureSkipTLSVerify: true, pollInterval: 10m}}`},
 		{Name: "image by digest", Spec: `{type: Image, image: {ref: "quay.io/org/catalog@` + digest + `"}}`},
@@ -53,8 +61,12 @@ func SourceCases() []Case {
 			WantErrs: []string{"git must not be set unless type is Git"}},
 		{Name: "member of another type instead of the right one", Spec: `{type: Image, http: {url: "https://example.com/c.tgz"}}`,
 			WantErrs: []string{"image is required when type is Image", "http must not be set unless type is HTTP"}},
+	}
+}
 
-		// image
+// imageCases are the cases of the Image source (image); digest is an image digest.
+func imageCases(digest string) []Case {
+	return []Case{
 		{Name: "image.ref is required", Spec: `{type: Image, image: {pullSecret: s}}`,
 			WantErrs: []string{"spec.source.image.ref: Required value"}},
 		{Name: "image.ref must not be empty", Spec: `{type: Image, image: {ref: ""}}`,
@@ -69,8 +81,16 @@ func SourceCases() []Case {
 			WantErrs: []string{"spec.source.image.pollInterval", "pollInterval must be a positive duration"}},
 		{Name: "image.pullSecret must be a Secret name", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", pullSecret: My_Secret}}`,
 			WantErrs: []string{"spec.source.image.pullSecret", "should match"}},
+	}
+}
 
-		// configMaps
+// configMapsCases are the cases of the ConfigMaps source (configMaps).
+func configMapsCases() []Case {
+	tooManyConfigMaps := "type: ConfigMaps\nconfigMaps:\n"
+	for i := range 65 {
+		tooManyConfigMaps += fmt.Sprintf("- configMap: {name: cm-%d}\n", i)
+	}
+	return []Case{
 		{Name: "configMaps must not be empty", Spec: `{type: ConfigMaps, configMaps: []}`,
 			WantErrs: []string{"spec.source.configMaps", "should have at least 1 items"}},
 		{Name: "configMaps has a maximum length", Spec: tooManyConfigMaps,
@@ -89,8 +109,12 @@ func SourceCases() []Case {
 			WantErrs: []string{"path must not contain '..' elements"}},
 		{Name: "configMaps[].path must not be ..", Spec: `{type: ConfigMaps, configMaps: [{configMap: {name: a}, path: ..}]}`,
 			WantErrs: []string{"path must not contain '..' elements"}},
+	}
+}
 
-		// http
+// httpCases are the cases of the HTTP source (http).
+func httpCases() []Case {
+	return []Case{
 		{Name: "http.url is required", Spec: `{type: HTTP, http: {caSecret: ca}}`,
 			WantErrs: []string{"spec.source.http.url: Required value"}},
 		{Name: "http.url must be http or https", Spec: `{type: HTTP, http: {url: "ftp://example.com/c.tgz"}}`,
@@ -105,8 +129,12 @@ func SourceCases() []Case {
 			WantErrs: []string{"spec.source.http.caSecret", "should match"}},
 		{Name: "http.pollInterval must be positive", Spec: `{type: HTTP, http: {url: "https://example.com/c.tgz", pollInterval: -1m}}`,
 			WantErrs: []string{"pollInterval must be a positive duration"}},
+	}
+}
 
-		// git
+// gitCases are the cases of the Git source (git); sha1 is a git commit id.
+func gitCases(sha1 string) []Case {
+	return []Case{
 		{Name: "git.repository is required", Spec: `{type: Git, git: {ref: {branch: main}}}`,
 			WantErrs: []string{"spec.source.git.repository: Required value"}},
 		{Name: "git.repository must be a URL or an scp-like address", Spec: `{type: Git, git: {repository: "github.com/org/repo", ref: {branch: main}}}`,
