@@ -67,6 +67,7 @@ func (r *REST) Get(_ context.Context, name string, opts *metav1.GetOptions) (run
 	err := pin.snap.Blobs(Filter{Schema: e.schema, Package: e.pkg, Name: e.name}, func(b Blob) error {
 		if found == nil && ObjectName(e.catalog, b.Schema, b.Package, b.Name) == name {
 			found = newObject(e, b.Content)
+			found.Annotations = map[string]string{metadatav1alpha1.AnnotationContentHash: pin.snap.Hash()}
 		}
 		return nil
 	})
@@ -216,6 +217,8 @@ func fillPage(list *metadatav1alpha1.CatalogMetadataList, v *view, sel selection
 func fillFromCatalog(list *metadatav1alpha1.CatalogMetadataList, v *view, c string, sel selection, skip int, limit int64) error {
 	state := v.states[c]
 	matched := 0
+	// One map for every object of the catalog: list items are only encoded (DeepCopy copies it).
+	annotations := map[string]string{metadatav1alpha1.AnnotationContentHash: state.hash}
 	return state.pin.snap.Blobs(sel.filter, func(b Blob) error {
 		e := state.objects[ObjectName(c, b.Schema, b.Package, b.Name)]
 		if e == nil {
@@ -236,6 +239,7 @@ func fillFromCatalog(list *metadatav1alpha1.CatalogMetadataList, v *view, c stri
 			}.encode()
 			return errStop
 		}
+		obj.Annotations = annotations
 		list.Items = append(list.Items, *obj)
 		return nil
 	})

@@ -368,3 +368,37 @@ func TestTable(t *testing.T) {
 		t.Errorf("rows %v", table.Rows)
 	}
 }
+
+// TestAnswersNameTheirContent: every object of a get or list names the content hash of the catalog
+// content it was served from, and the next content's answers name the next hash.
+func TestAnswersNameTheirContent(t *testing.T) {
+	r, mem, h := newTestREST(t)
+	want := map[string]string{"alpha": memHash(mem.catalogs["alpha"]), "beta": memHash(mem.catalogs["beta"])}
+	l := list(t, r, "", "", 0, "")
+	if len(l.Items) == 0 {
+		t.Fatal("empty list")
+	}
+	for _, it := range l.Items {
+		if got := it.Annotations[metadatav1alpha1.AnnotationContentHash]; got != want[it.Spec.Catalog] {
+			t.Fatalf("%s: annotation %q, want %q", it.Name, got, want[it.Spec.Catalog])
+		}
+	}
+	obj, err := r.Get(context.Background(), l.Items[0].Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*metadatav1alpha1.CatalogMetadata).Annotations[metadatav1alpha1.AnnotationContentHash]; got != want[l.Items[0].Spec.Catalog] {
+		t.Fatalf("get: annotation %q", got)
+	}
+
+	mem.set("beta", demoBlobs("foo", "3.0.0", "3.1.0"))
+	if err := h.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	next := memHash(mem.catalogs["beta"])
+	for _, it := range list(t, r, "", "spec.catalog=beta", 0, "").Items {
+		if got := it.Annotations[metadatav1alpha1.AnnotationContentHash]; got != next {
+			t.Fatalf("after the update, %s: annotation %q, want %q", it.Name, got, next)
+		}
+	}
+}

@@ -249,13 +249,18 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 			bds[owner.Name] = bd
 		}
 	}
-	idx, _, err := r.Catalogs.Index(ctx, cats.Items)
-	if err != nil {
-		return resolve.Outcome{}, fmt.Errorf("reading catalog content: %w", err)
-	}
 	reqs, invalid := requests(ops.Items, bds, cats.Items)
 	if msg, bad := invalid[op.Name]; bad {
 		return resolve.Outcome{Message: msg}, nil
+	}
+	// Only the packages the requests name, and those their bundles depend on, are read.
+	roots := make([]string, 0, len(reqs))
+	for _, rq := range reqs {
+		roots = append(roots, rq.Package)
+	}
+	idx, _, err := r.Catalogs.IndexFor(ctx, cats.Items, roots)
+	if err != nil {
+		return resolve.Outcome{}, fmt.Errorf("reading catalog content: %w", err)
 	}
 
 	key := fingerprint(reqs)

@@ -91,6 +91,13 @@ func (l *CatalogMetadataList) DeepCopyObject() runtime.Object {
 	return out
 }
 
+// AnnotationContentHash is set on every object a get or list answers: the content hash (the
+// Catalog's status.contentHash) of the catalog content the answer was served from, so that a client
+// reading part of a catalog can check that it is the content the Catalog's status names. It is not
+// part of the object's resourceVersion (which changes only with the blob) and watch events do not
+// carry it.
+const AnnotationContentHash = "catalogd.operatorframework.io/content-hash"
+
 // Field selectors the API supports (besides metadata.name), and the labels it sets where the value is
 // a valid label value.
 const (
