@@ -19,6 +19,9 @@ import (
 // each blob annotated with the content hash it is served from, and counts what it lists.
 type fakePartReader struct {
 	fakeReader
+	// emptyPackageField: spec.package of olm.package blobs is empty (declcfg's Meta.Package), not the
+	// package's name as catalogd serves it.
+	emptyPackageField bool
 	metas map[string][]*declcfg.Meta // by catalog
 	// served is the content hash each catalog's blobs carry (the catalog's hash unless a test
 	// makes this replica stale); a catalog absent from metas is not served at all.
@@ -54,7 +57,11 @@ func (f *fakePartReader) ReadPart(_ context.Context, catalog string, terms map[s
 		if v, ok := terms[FieldSchema]; ok && m.Schema != v {
 			continue
 		}
-		if v, ok := terms[FieldPackage]; ok && m.Package != v {
+		pkg := m.Package
+		if pkg == "" && m.Schema == "olm.package" && !f.emptyPackageField {
+			pkg = m.Name // as catalogd's spec.package
+		}
+		if v, ok := terms[FieldPackage]; ok && pkg != v {
 			continue
 		}
 		if v, ok := terms[FieldName]; ok && m.Name != v {
@@ -121,7 +128,7 @@ func TestIndexForReadsOnlyTheDependencyClosure(t *testing.T) {
 		t.Fatalf("names %v", names)
 	}
 	// a needs b; b needs a Widget, provided by w (main) and w2 (extra): nothing else is read.
-	want := "extra/w2,main/a,main/b,main/w" // packages a catalog does not hold are looked up by their olm.package blob only
+	want := "extra/a,extra/b,extra/w,extra/w2,main/a,main/b,main/w,main/w2"
 	if got := strings.Join(r.readPackages(), ","); got != want {
 		t.Fatalf("packages read:\n got %s\nwant %s", got, want)
 	}
@@ -310,4 +317,23 @@ func outcomes(m map[string]operators.Outcome) string {
 		fmt.Fprintf(&b, "%q\n", o.Message)
 	}
 	return b.String()
+}
+
+// TestIndexForServerWithEmptyPackageField: a server whose spec.package of olm.package blobs is empty
+// is asked for the olm.package blob by name; nothing is read twice.
+func TestIndexForServerWithEmptyPackageField(t *testing.T) {
+	ctx := context.Background()
+	content, cats := partFixture(t)
+	r := newFakePartReader(content, map[string]string{"main": cats[0].ContentHash, "extra": cats[1].ContentHash})
+	r.emptyPackageField = true
+	idx, _, err := (&Cache{Reader: r}).IndexFor(ctx, cats, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(idx.Packages(), ","); got != "a,b,w,w2" {
+		t.Fatalf("indexed packages %s, want a,b,w,w2", got)
+	}
+	if len(idx.PackageInfo("a")) != 1 {
+		t.Fatalf("package a: %d olm.package entries, want 1", len(idx.PackageInfo("a")))
+	}
 }

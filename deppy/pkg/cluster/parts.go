@@ -81,26 +81,38 @@ func ReadPartPages(ctx context.Context, catalog string, terms map[string]string,
 	}
 }
 
-// readPackage reads the blobs of package pkg in cat (its olm.package blob and every blob whose
-// package field is pkg) and parses them. It returns nil when cat has no such package, after checking
-// that cat is served at its status.contentHash.
+// readPackage reads the blobs of package pkg in cat and parses them. catalogd's spec.package of an
+// olm.package blob is the package's name, so one list (spec.package=pkg) gives them all; a server
+// that leaves it empty is asked for the olm.package blob by name too. It returns nil when cat has
+// no such package, after checking that cat is served at its status.contentHash.
 func (c *Cache) readPackage(ctx context.Context, pr PartReader, cat *Catalog, pkg string) (*declcfg.DeclarativeConfig, error) {
 	var metas []*declcfg.Meta
 	check := c.servedAt(cat, &metas)
-	if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldSchema: declcfg.SchemaPackage, FieldName: pkg}, 0, check); err != nil {
+	if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldPackage: pkg}, 0, check); err != nil {
 		return nil, err
+	}
+	if !hasPackageBlob(metas, pkg) {
+		if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldSchema: declcfg.SchemaPackage, FieldName: pkg}, 0, check); err != nil {
+			return nil, err
+		}
 	}
 	if len(metas) == 0 {
 		return nil, c.probe(ctx, pr, cat, pkg)
-	}
-	if err := pr.ReadPart(ctx, cat.Name, map[string]string{FieldPackage: pkg}, 0, check); err != nil {
-		return nil, err
 	}
 	cfg, err := declcfg.LoadSlice(metas)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %q: parsing the %d blobs of package %q: %w", cat.Name, len(metas), pkg, err)
 	}
 	return cfg, nil
+}
+
+func hasPackageBlob(metas []*declcfg.Meta, pkg string) bool {
+	for _, m := range metas {
+		if m.Schema == declcfg.SchemaPackage && m.Name == pkg {
+			return true
+		}
+	}
+	return false
 }
 
 // servedAt returns a ReadPart callback that keeps each blob in *metas after checking that it was
