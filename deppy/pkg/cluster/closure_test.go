@@ -22,7 +22,7 @@ type fakePartReader struct {
 	// emptyPackageField: spec.package of olm.package blobs is empty (declcfg's Meta.Package), not the
 	// package's name as catalogd serves it.
 	emptyPackageField bool
-	metas map[string][]*declcfg.Meta // by catalog
+	metas             map[string][]*declcfg.Meta // by catalog
 	// served is the content hash each catalog's blobs carry (the catalog's hash unless a test
 	// makes this replica stale); a catalog absent from metas is not served at all.
 	served map[string]string
