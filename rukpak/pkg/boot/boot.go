@@ -33,6 +33,8 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	LogLevel                                  string
 	CRDWaitTimeout                            time.Duration
+	// PprofBindAddress serves net/http/pprof there ("0" or empty: not at all).
+	PprofBindAddress string
 }
 
 // BindFlags registers the common flags on fs with defaults for component.
@@ -53,6 +55,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, component string, defaultMetricsPo
 		"how long the leader keeps trying to renew before it gives up leadership (and exits); must be less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log verbosity: debug, info, error, or a number (higher is more verbose)")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "address of the net/http/pprof endpoints (e.g. 127.0.0.1:6060); 0 disables them")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", 2*time.Minute, "how long to wait at start-up for this component's CRDs to be Established")
 }
 
@@ -112,6 +115,7 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.Component + ".olmv1.operatorframework.io",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		PprofBindAddress:        o.PprofBindAddress,
 	}
 	if o.LeaseDuration > 0 {
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
