@@ -74,6 +74,13 @@ func (c *Cache) closure(ctx context.Context, pr PartReader, serving []*Catalog, 
 		seen[p] = true
 	}
 	for len(queue) > 0 {
+		// Many new packages of one catalog at once (the first resolution, or new content) are read
+		// in one pass over the catalog rather than a list each.
+		for _, cat := range serving {
+			if err := c.prefetch(ctx, pr, cat, queue); err != nil {
+				return nil, false, err
+			}
+		}
 		pkg := queue[0]
 		queue = queue[1:]
 		var deps dependencies
@@ -122,6 +129,35 @@ func (c *Cache) partPackage(ctx context.Context, pr PartReader, cat *Catalog, pk
 	p.packages[pkg] = cfg
 	c.reads++
 	return cfg, nil
+}
+
+// batchPackages is the number of packages of one catalog, not read yet, from which they are read in
+// one pass over the whole catalog (one paginated list) instead of one list each.
+const batchPackages = 8
+
+// prefetch reads the packages of pkgs that cat's part does not hold yet in one pass over cat, when
+// there are at least batchPackages of them. Only their blobs are kept; the others are dropped as
+// they arrive.
+func (c *Cache) prefetch(ctx context.Context, pr PartReader, cat *Catalog, pkgs []string) error {
+	p := c.part(cat)
+	want := map[string]bool{}
+	for _, pkg := range pkgs {
+		if _, ok := p.packages[pkg]; !ok {
+			want[pkg] = true
+		}
+	}
+	if len(want) < batchPackages {
+		return nil
+	}
+	read, err := withRetry(c, cat, func() (map[string]*declcfg.DeclarativeConfig, error) { return c.readPackages(ctx, pr, cat, want) })
+	if err != nil {
+		return err
+	}
+	for pkg := range want {
+		p.packages[pkg] = read[pkg] // nil: cat has no such package
+	}
+	c.reads++
+	return nil
 }
 
 // partProviders returns the packages of cat whose bundles provide g, scanning cat's bundles (their

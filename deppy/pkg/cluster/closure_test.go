@@ -337,3 +337,46 @@ func TestIndexForServerWithEmptyPackageField(t *testing.T) {
 		t.Fatalf("package a: %d olm.package entries, want 1", len(idx.PackageInfo("a")))
 	}
 }
+
+// TestIndexForReadsManyPackagesInOnePass: the first resolution of many Operators reads each catalog
+// in one pass (one list without a package selector), keeping only the packages needed.
+func TestIndexForReadsManyPackagesInOnePass(t *testing.T) {
+	ctx := context.Background()
+	var fbc strings.Builder
+	var roots []string
+	for i := 0; i < 12; i++ {
+		pkg := fmt.Sprintf("p%02d", i)
+		fbc.WriteString(pkgFBC(pkg, "1.0.0"))
+		if i < 10 {
+			roots = append(roots, pkg)
+		}
+	}
+	cats := []Catalog{catalog("main", hashOf(t, fbc.String()), true, 0)}
+	r := newFakePartReader(map[string]string{"main": fbc.String()}, map[string]string{"main": cats[0].ContentHash})
+	c := &Cache{Reader: r}
+	idx, _, err := c.IndexFor(ctx, cats, append(roots, "absent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.lists, " ") != "main?" {
+		t.Fatalf("lists %v, want one pass over the catalog", r.lists)
+	}
+	if got := len(idx.Packages()); got != 10 {
+		t.Fatalf("indexed %d packages, want the 10 roots: %v", got, idx.Packages())
+	}
+	// One more root: one list of its own.
+	if _, _, err := c.IndexFor(ctx, cats, append(roots, "p11")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.lists[1:], " "); got != "main?spec.package=p11" {
+		t.Fatalf("lists for one new root: %s", got)
+	}
+
+	// The same pass from a replica that serves nothing is a mismatch, not ten absent packages.
+	r = newFakePartReader(map[string]string{"main": fbc.String()}, map[string]string{"main": cats[0].ContentHash})
+	delete(r.metas, "main")
+	var mismatch *ContentMismatchError
+	if _, _, err := (&Cache{Reader: r}).IndexFor(ctx, cats, roots); !errors.As(err, &mismatch) {
+		t.Fatalf("want a mismatch, got %v", err)
+	}
+}

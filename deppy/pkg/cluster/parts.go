@@ -106,6 +106,42 @@ func (c *Cache) readPackage(ctx context.Context, pr PartReader, cat *Catalog, pk
 	return cfg, nil
 }
 
+// readPackages reads the packages of want in one pass over cat's blobs, keeping only theirs, and
+// parses each. A package with no blob is absent (the catalog was read at its status.contentHash).
+func (c *Cache) readPackages(ctx context.Context, pr PartReader, cat *Catalog, want map[string]bool) (map[string]*declcfg.DeclarativeConfig, error) {
+	byPkg := map[string][]*declcfg.Meta{}
+	blobs := 0
+	err := pr.ReadPart(ctx, cat.Name, nil, 0, func(b ServedBlob) error {
+		if err := checkServedHash(cat, b); err != nil {
+			return err
+		}
+		blobs++
+		pkg := b.Meta.Package
+		if b.Meta.Schema == declcfg.SchemaPackage {
+			pkg = b.Meta.Name
+		}
+		if want[pkg] {
+			byPkg[pkg] = append(byPkg[pkg], b.Meta)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if blobs == 0 && (cat.Counts == nil || cat.Counts.Packages > 0 || cat.Counts.Bundles > 0) {
+		return nil, &ContentMismatchError{Catalog: cat.Name, Want: cat.ContentHash, Read: "0 blobs"}
+	}
+	out := make(map[string]*declcfg.DeclarativeConfig, len(byPkg))
+	for pkg, metas := range byPkg {
+		cfg, err := declcfg.LoadSlice(metas)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %q: parsing the %d blobs of package %q: %w", cat.Name, len(metas), pkg, err)
+		}
+		out[pkg] = cfg
+	}
+	return out, nil
+}
+
 func hasPackageBlob(metas []*declcfg.Meta, pkg string) bool {
 	for _, m := range metas {
 		if m.Schema == declcfg.SchemaPackage && m.Name == pkg {
