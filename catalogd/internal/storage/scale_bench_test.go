@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,9 +15,9 @@ import (
 	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/olmv1/olmv1/catalogd/internal/fbc"
+	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // BenchmarkCatalogStoreScale (`make bench BENCH=CatalogStoreScale`) measures catalogd's store path
@@ -181,93 +180,12 @@ func procStatusKiB(field string) uint64 {
 	return 0
 }
 
-// largeCatalog builds the ~60 MB catalog under a temporary directory: community-v4.16 and
-// community-v4.20, each copied twice with every package renamed per copy (suffixes -a1, -a2 and -b1, -b2: the two
-// catalogs share package names), written
-// as YAML, one catalog.yaml per package as the originals.
+// largeCatalog builds the ~60 MB catalog (sharedtestdata.LargeCatalog) under a temporary directory.
 func largeCatalog(b *testing.B) string {
 	b.Helper()
-	root, dir := filepath.Dir(communityDir(b)), b.TempDir()
-	for _, c := range []struct{ src, suffix string }{
-		{"community-v4.16", "-a1"}, {"community-v4.16", "-a2"},
-		{"community-v4.20", "-b1"}, {"community-v4.20", "-b2"},
-	} {
-		if err := copyRenamed(filepath.Join(root, c.src), dir, c.suffix); err != nil {
-			b.Fatal(err)
-		}
+	root, dir := filepath.Dir(filepath.Dir(communityDir(b))), b.TempDir()
+	if err := sharedtestdata.LargeCatalog(root, dir); err != nil {
+		b.Fatal(err)
 	}
 	return dir
-}
-
-// copyRenamed writes every package directory of src under dst, renaming the package (and every
-// reference to it and to the other packages of src) with suffix.
-func copyRenamed(src, dst, suffix string) error {
-	dirs, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
-		}
-		cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join(src, d.Name())))
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.Name(), err)
-		}
-		if err := renamePackages(cfg, suffix); err != nil {
-			return fmt.Errorf("%s: %w", d.Name(), err)
-		}
-		out := filepath.Join(dst, d.Name()+suffix)
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return err
-		}
-		f, err := os.Create(filepath.Join(out, "catalog.yaml"))
-		if err != nil {
-			return err
-		}
-		if err := declcfg.WriteYAML(*cfg, f); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func renamePackages(cfg *declcfg.DeclarativeConfig, suffix string) error {
-	for i := range cfg.Packages {
-		cfg.Packages[i].Name += suffix
-	}
-	for i := range cfg.Channels {
-		cfg.Channels[i].Package += suffix
-	}
-	for i := range cfg.Deprecations {
-		cfg.Deprecations[i].Package += suffix
-	}
-	for i := range cfg.Bundles {
-		b := &cfg.Bundles[i]
-		b.Package += suffix
-		for j, p := range b.Properties {
-			var v map[string]any
-			switch p.Type {
-			case property.TypePackage, property.TypePackageRequired:
-			default:
-				continue
-			}
-			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return err
-			}
-			if name, ok := v["packageName"].(string); ok {
-				v["packageName"] = name + suffix
-			}
-			raw, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
-			b.Properties[j].Value = raw
-		}
-	}
-	return nil
 }

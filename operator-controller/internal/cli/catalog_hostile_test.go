@@ -52,7 +52,7 @@ type cliRun struct {
 }
 
 // runCLIProcess runs `kubectl olmv1 args...` in a child process and measures it.
-func runCLIProcess(t *testing.T, args ...string) cliRun {
+func runCLIProcess(t testing.TB, args ...string) cliRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -116,11 +116,15 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		EndpointReader: direct,
 		Unpacker:       unpacker,
 		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
-			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
-			// valuesFrom names Secrets and ConfigMaps outside rukpak's label-scoped cache: read them directly.
-			rukpakv1alpha1.ProvisionerHelm: helm.New(helm.WithValuesReader(direct),
-				helm.WithCapabilities(helm.DiscoveryCapabilities(cs.Discovery(), time.Minute)), helm.WithLimits(f.helmLimits)),
+			rukpakv1alpha1.ProvisionerPlain:     plain.New(),
+			rukpakv1alpha1.ProvisionerHelm:      helm.New(helm.WithLimits(f.helmLimits)),
 			rukpakv1alpha1.ProvisionerKustomize: kustomize.New(),
+		},
+		Gatherer: &provisioner.Gatherer{
+			// valuesFrom names Secrets and ConfigMaps outside rukpak's label-scoped cache: read them directly.
+			Values:       direct,
+			Capabilities: provisioner.DiscoveryCapabilities(cs.Discovery(), time.Minute),
+			Mapper:       mgr.GetRESTMapper(),
 		},
 		Engine: &apply.Engine{
 			Client:  direct,

@@ -1,8 +1,13 @@
 // Package bundlerender renders a bundle directory into exactly the objects rukpak would apply for a
 // BundleDeployment of it — `helm template` for operators. It runs the provisioners' own code
 // (plain, registry+v1, Helm, kustomize) and the apply engine's own preparation (owner labels,
-// namespaces, apply order), offline: kinds the bundle does not define are scoped by a built-in table
-// of Kubernetes' cluster-scoped kinds, everything else is treated as namespaced.
+// namespaces, apply order).
+//
+// What rukpak reads from the cluster before it renders (the Secrets and ConfigMaps helm valuesFrom
+// names, the cluster's version and API versions, the scope of kinds the bundle does not define) is
+// gathered the same way from Options.Cluster. Without it the render is offline: valuesFrom is
+// refused, Helm sees its default capabilities, and kinds the bundle does not define are scoped by a
+// built-in table of Kubernetes' cluster-scoped kinds, everything else being treated as namespaced.
 package bundlerender
 
 import (
@@ -14,10 +19,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -49,12 +57,36 @@ type Options struct {
 	// (metadata/annotations.yaml or a CSV in manifests/), Helm (Chart.yaml at the root), kustomize
 	// (a kustomization at the root or at Config.Path), else plain.
 	Provisioner rukpakv1alpha1.ProvisionerClassName
-	// Config is spec.config (watchNamespaces, deploymentConfig, values, path). valuesFrom cannot be
-	// read offline and is refused.
+	// Config is spec.config (watchNamespaces, deploymentConfig, values, path). valuesFrom is read
+	// from Cluster.Reader, and refused without one.
 	Config *rukpakv1alpha1.BundleConfig
 	// CertProvider is the registry+v1 webhook certificate provider: certManager (default),
 	// selfSigned (a throwaway CA, so certificates differ on every run) or openshiftServiceCA.
 	CertProvider string
+	// Cluster, when set, is read as rukpak reads its cluster before rendering; nil renders offline.
+	Cluster *Cluster
+}
+
+// Cluster is what a render may read from a cluster, each part optional.
+type Cluster struct {
+	// Reader reads the Secrets and ConfigMaps config.valuesFrom names, in the install namespace.
+	Reader client.Reader
+	// Mapper tells the scope of the kinds the cluster serves (e.g. a client's RESTMapper()).
+	Mapper meta.RESTMapper
+	// Discovery gives Helm's .Capabilities: the cluster's version and served API versions.
+	Discovery discovery.DiscoveryInterface
+}
+
+// gatherer reads c as rukpak's controller reads its cluster (nil: nothing).
+func (c *Cluster) gatherer() *provisioner.Gatherer {
+	if c == nil {
+		return nil
+	}
+	g := &provisioner.Gatherer{Values: c.Reader, Mapper: c.Mapper}
+	if c.Discovery != nil {
+		g.Capabilities = provisioner.DiscoveryCapabilities(c.Discovery, 0)
+	}
+	return g
 }
 
 // Result is the rendered bundle.
@@ -100,7 +132,7 @@ func Render(ctx context.Context, dir string, o Options) (*Result, error) {
 	if o.Name == "" {
 		o.Name = "bundle"
 	}
-	if o.Config != nil && len(o.Config.ValuesFrom) > 0 {
+	if o.Config != nil && len(o.Config.ValuesFrom) > 0 && (o.Cluster == nil || o.Cluster.Reader == nil) {
 		return nil, fmt.Errorf("config.valuesFrom reads Secrets and ConfigMaps from a cluster and cannot be rendered offline: pass the values inline instead")
 	}
 	prov := o.Provisioner
@@ -111,9 +143,14 @@ func Render(ctx context.Context, dir string, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := provisioner.RenderDescribed(ctx, renderer, provisioner.Request{
+	g := o.Cluster.gatherer()
+	req, err := g.Gather(ctx, renderer, provisioner.Request{
 		Content: os.DirFS(dir), Name: o.Name, InstallNamespace: o.InstallNamespace, Config: o.Config,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s as %s: %w", dir, prov, err)
+	}
+	res, err := provisioner.RenderDescribed(ctx, renderer, req)
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s as %s: %w", dir, prov, err)
 	}
@@ -123,9 +160,15 @@ func Render(ctx context.Context, dir string, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	// The bundle's own CRDs scope their kinds in Prepare; the rest from the built-in table.
+	// The bundle's own CRDs scope their kinds in Prepare; the rest the cluster (as rukpak's engine
+	// does), else the built-in table.
 	scoper := manifest.NewScoper(nil, nil)
-	scope := func(gvk schema.GroupVersionKind) (bool, error) { return scoper.Namespaced(gvk), nil }
+	scope := func(gvk schema.GroupVersionKind) (bool, error) {
+		if namespaced, ok := g.Scopes([]schema.GroupVersionKind{gvk})[gvk.GroupKind()]; ok {
+			return namespaced, nil
+		}
+		return scoper.Namespaced(gvk), nil
+	}
 	objs, err := apply.Prepare(scheme, o.Name, o.InstallNamespace, res.Objects, scope)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
@@ -113,5 +121,45 @@ func TestRenderRefusesValuesFrom(t *testing.T) {
 	}
 	if _, err := Render(t.Context(), t.TempDir(), Options{}); err == nil {
 		t.Error("a render without an install namespace must fail")
+	}
+}
+
+// With a Cluster the render reads it as rukpak does before rendering: the valuesFrom Secret, the
+// cluster's version for .Capabilities, and the scope of a kind the bundle does not define.
+func TestRenderGathersFromCluster(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vals", Namespace: "apps"},
+		Data: map[string][]byte{"values.yaml": []byte("greeting: from-the-cluster\n")}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "tenancy.example.com", Version: "v1", Kind: "Tenant"}, meta.RESTScopeRoot)
+	dc := kubefake.NewClientset().Discovery().(*discoveryfake.FakeDiscovery)
+	dc.FakedServerVersion = &version.Info{GitVersion: "v1.37.2"}
+	cluster := &Cluster{Reader: fake.NewClientBuilder().WithObjects(secret).Build(), Mapper: mapper, Discovery: dc}
+
+	res, err := Render(t.Context(), filepath.Join(fixtures, "helm", "testdata", "demo"), Options{InstallNamespace: "apps", Cluster: cluster,
+		Config: &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "vals"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := YAML(res.Objects)
+	if !bytes.Contains(out, []byte("greeting: from-the-cluster")) {
+		t.Errorf("the valuesFrom Secret was not used:\n%s", out)
+	}
+
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tenant := "apiVersion: tenancy.example.com/v1\nkind: Tenant\nmetadata: {name: acme}\n"
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "t.yaml"), []byte(tenant), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for c, wantNS := range map[*Cluster]string{nil: "apps", cluster: ""} {
+		res, err := Render(t.Context(), dir, Options{InstallNamespace: "apps", Cluster: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Objects[0].GetNamespace(); got != wantNS {
+			t.Errorf("cluster %v: Tenant in namespace %q, want %q", c != nil, got, wantNS)
+		}
 	}
 }

@@ -38,8 +38,9 @@ type Policy struct {
 }
 
 // Events is the policy of all three controllers: one Event per condition transition between before
-// and after. A transition is a new condition, or a changed status or reason; a changed message is
-// one too while the condition is failing, so that a different error is seen. Events are Warning when
+// and after. A transition is a new condition (but for a False one of the NotFailures types: a new
+// object that is not paused is no news), or a changed status or reason; a changed message is one too
+// while the condition is failing, so that a different error is seen. Events are Warning when
 // the condition fails (False, not progressing, type not in NotFailures) and Normal otherwise, in the
 // order of after.
 func (p Policy) Events(before, after []metav1.Condition) []Event {
@@ -54,6 +55,9 @@ func (p Policy) Events(before, after []metav1.Condition) []Event {
 		warning := p.failing(cur)
 		if old != nil && old.Status == cur.Status && old.Reason == cur.Reason && (!warning || old.Message == cur.Message) {
 			continue
+		}
+		if old == nil && cur.Status == metav1.ConditionFalse && contains(p.NotFailures, cur.Type) {
+			continue // a new object that is not paused (not deprecated, ...) is no news
 		}
 		typ := corev1.EventTypeNormal
 		if warning {

@@ -101,6 +101,10 @@ func TestEventsOnTransitions(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Events =\n%v\nwant\n%v", got, want)
 	}
+	fresh := p.Events(nil, []metav1.Condition{cond("Paused", metav1.ConditionFalse, "NotPaused", ""), cond("Installed", metav1.ConditionFalse, "Pending", "soon")})
+	if len(fresh) != 1 || fresh[0].Action != "Installed" {
+		t.Fatalf("a new object: want only the Installed event, got %v", fresh)
+	}
 	if again := p.Events(after, after); len(again) != 0 {
 		t.Fatalf("no change must give no event, got %v", again)
 	}

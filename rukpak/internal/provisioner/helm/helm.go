@@ -6,6 +6,8 @@
 // their named templates), plus the files in crds/ of the chart and its subcharts, with values merged
 // from the chart's defaults, spec.config.valuesFrom (in order) and spec.config.values (last).
 // values.schema.json is enforced; Chart.yaml kubeVersion is checked against the cluster's version.
+// The valuesFrom documents and the cluster's version and API versions (.Capabilities) are gathered
+// into the Request before the render (Needs); without them Helm's default capabilities are used.
 //
 // Hooks: test hooks (helm.sh/hook: test) are left out, since only `helm test` runs them. Every
 // other hook is rejected with an error that names it: rukpak applies a chart declaratively and
@@ -29,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -64,27 +67,19 @@ const notesFile = "/templates/NOTES.txt"
 
 // Renderer renders Helm charts.
 type Renderer struct {
-	values       client.Reader
-	capabilities CapabilitiesFunc
-	limits       Limits
-	slots        *renderSlots
+	limits Limits
+	slots  *renderSlots
 	// last is, per BundleDeployment, what its last successful render used (RevisionInfo).
 	last sync.Map
 }
 
-var _ provisioner.Renderer = (*Renderer)(nil)
+var (
+	_ provisioner.Renderer = (*Renderer)(nil)
+	_ provisioner.Needer   = (*Renderer)(nil)
+)
 
 // Option configures a Renderer.
 type Option func(*Renderer)
-
-// WithValuesReader sets the reader of the Secrets and ConfigMaps named by spec.config.valuesFrom.
-// It should read the API server directly (rukpak's cache holds only the objects it installed).
-// Without it, a BundleDeployment with valuesFrom cannot be rendered.
-func WithValuesReader(r client.Reader) Option { return func(h *Renderer) { h.values = r } }
-
-// WithCapabilities sets what templates see as .Capabilities (the cluster's version and API
-// versions), also used for the kubeVersion check. Without it Helm's defaults are used.
-func WithCapabilities(f CapabilitiesFunc) Option { return func(h *Renderer) { h.capabilities = f } }
 
 // New returns a Helm Renderer.
 func New(opts ...Option) *Renderer {
@@ -96,21 +91,19 @@ func New(opts ...Option) *Renderer {
 	return r
 }
 
+// Needs says what a render reads besides the chart: the documents spec.config.valuesFrom names,
+// and the cluster's version and API versions (.Capabilities and the kubeVersion check).
+func (*Renderer) Needs() provisioner.Needs {
+	return provisioner.Needs{ValuesFrom: true, Capabilities: true}
+}
+
 // Render loads the chart from req.Content, merges the values and renders the chart's objects.
 func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]client.Object, error) {
-	ch, where, err := loadChart(req.Content)
+	ch, name, err := loadInstallable(req.Content)
 	if err != nil {
-		return nil, invalid(ReasonInvalidChart, err.Error())
+		return nil, err
 	}
-	name := fmt.Sprintf("chart %s %s (%s)", ch.Name(), ch.Metadata.Version, where)
-	if ch.Metadata.Type != "" && ch.Metadata.Type != "application" {
-		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s has type %q and cannot be installed: only application charts can; a library chart is used as a dependency of one", name, ch.Metadata.Type))
-	}
-	if missing := missingDependencies(ch); len(missing) > 0 {
-		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: dependencies found in Chart.yaml, but missing in charts/: %s (vendor them with `helm dependency build` before publishing the chart)", name, strings.Join(missing, ", ")))
-	}
-
-	vals, err := r.mergeValues(ctx, req)
+	vals, err := mergeValues(req)
 	if err != nil {
 		return nil, err
 	}
@@ -118,16 +111,65 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 	if err != nil {
 		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: the merged values cannot be encoded: %v", name, err))
 	}
+	caps, err := capabilities(ch, name, req.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	top, err := renderValues(ch, name, vals, req, caps)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.renderTemplates(ctx, req.Name, name, ch, top, caps)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHooks(name, out.hooks); err != nil {
+		return nil, err
+	}
+	objs, err := chartObjects(name, ch, out.manifests)
+	if err == nil {
+		r.last.Store(req.Name, map[string]string{"chartVersion": ch.Metadata.Version, "valuesHash": valuesHash})
+	}
+	return objs, err
+}
+
+// loadInstallable loads the chart from content and checks that it can be installed as it is: an
+// application chart with every dependency vendored. name describes it for messages.
+func loadInstallable(content fs.FS) (ch *chart.Chart, name string, err error) {
+	ch, where, err := loadChart(content)
+	if err != nil {
+		return nil, "", invalid(ReasonInvalidChart, err.Error())
+	}
+	name = fmt.Sprintf("chart %s %s (%s)", ch.Name(), ch.Metadata.Version, where)
+	if ch.Metadata.Type != "" && ch.Metadata.Type != "application" {
+		return nil, "", invalid(ReasonInvalidChart, fmt.Sprintf("%s has type %q and cannot be installed: only application charts can; a library chart is used as a dependency of one", name, ch.Metadata.Type))
+	}
+	if missing := missingDependencies(ch); len(missing) > 0 {
+		return nil, "", invalid(ReasonInvalidChart, fmt.Sprintf("%s: dependencies found in Chart.yaml, but missing in charts/: %s (vendor them with `helm dependency build` before publishing the chart)", name, strings.Join(missing, ", ")))
+	}
+	return ch, name, nil
+}
+
+// capabilities are what templates see as .Capabilities: the gathered ones, else Helm's defaults.
+// The chart's kubeVersion must admit their Kubernetes version.
+func capabilities(ch *chart.Chart, name string, gathered *provisioner.Capabilities) (*chartutil.Capabilities, error) {
 	caps := chartutil.DefaultCapabilities
-	if r.capabilities != nil {
-		if caps, err = r.capabilities(ctx); err != nil {
-			return nil, fmt.Errorf("discovering the cluster's version and API versions for .Capabilities: %w", err)
+	if gathered != nil {
+		kv, err := chartutil.ParseKubeVersion(gathered.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("discovering the cluster's version and API versions for .Capabilities: parsing the server version %q: %w", gathered.KubeVersion, err)
 		}
+		caps = &chartutil.Capabilities{KubeVersion: *kv, APIVersions: chartutil.VersionSet(gathered.APIVersions), HelmVersion: chartutil.DefaultCapabilities.HelmVersion}
 	}
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return nil, invalid(ReasonIncompatibleKubeVersion, fmt.Sprintf("%s requires kubeVersion %q, and the cluster runs Kubernetes %s: use a chart version that supports this cluster", name, kv, caps.KubeVersion.String()))
 	}
+	return caps, nil
+}
 
+// renderValues enables the subcharts the values switch on and builds the values templates see
+// (.Values checked against values.schema.json, .Release, .Capabilities).
+func renderValues(ch *chart.Chart, name string, vals map[string]any, req provisioner.Request, caps *chartutil.Capabilities) (chartutil.Values, error) {
 	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
 		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: processing its dependencies: %v", name, err))
 	}
@@ -139,9 +181,14 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
 		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: %s (fix spec.config.values or spec.config.valuesFrom)", name, msg))
 	}
+	return top, nil
+}
 
+// renderTemplates renders the chart within the limits (deterministically, see renderDeterministic)
+// for BundleDeployment release.
+func (r *Renderer) renderTemplates(ctx context.Context, release, name string, ch *chart.Chart, top chartutil.Values, caps *chartutil.Capabilities) (rendering, error) {
 	maxBytes := r.limits.withDefaults().MaxOutputBytes
-	out, err := r.renderWithin(ctx, req.Name, name, func(givenUp func() bool) (rendering, error) {
+	out, err := r.renderWithin(ctx, release, name, func(givenUp func() bool) (rendering, error) {
 		return renderDeterministic(ch, top, caps, maxBytes, givenUp)
 	})
 	var tooLarge *outputError
@@ -149,17 +196,18 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 	var ib *provisioner.InvalidBundleError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, invalid(ReasonRenderLimitExceeded, fmt.Sprintf("%s: %s", name, tooLarge.msg))
+		return rendering{}, invalid(ReasonRenderLimitExceeded, fmt.Sprintf("%s: %s", name, tooLarge.msg))
 	case errors.As(err, &notRun) || errors.As(err, &ib):
-		return nil, err
+		return rendering{}, err
 	case err != nil:
-		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %v", name, err))
+		return rendering{}, invalid(ReasonInvalidChart, fmt.Sprintf("%s: %v", name, err))
 	}
-	hooks, manifests := out.hooks, out.manifests
-	if err := checkHooks(name, hooks); err != nil {
-		return nil, err
-	}
+	return out, nil
+}
 
+// chartObjects decodes the chart's CRDs (crds/) and rendered manifests, in that order; each object
+// may appear once.
+func chartObjects(name string, ch *chart.Chart, manifests []releaseutil.Manifest) ([]client.Object, error) {
 	var objs []manifest.Object
 	for _, crd := range ch.CRDObjects() {
 		o, err := manifest.Decode(crd.Filename, crd.File.Data)
@@ -178,11 +226,7 @@ func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]clien
 	if len(objs) == 0 {
 		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s renders no objects with these values", name))
 	}
-	out2, err := unique(name, objs)
-	if err == nil {
-		r.last.Store(req.Name, map[string]string{"chartVersion": ch.Metadata.Version, "valuesHash": valuesHash})
-	}
-	return out2, err
+	return unique(name, objs)
 }
 
 // RevisionInfo says what the last successful render for BundleDeployment name used: "chartVersion"

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -28,23 +27,39 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/provisionertest"
 )
 
-// fixedCapabilities is a cluster at Kubernetes v1.37.2 serving Helm's default API versions.
-func fixedCapabilities(version string) CapabilitiesFunc {
-	return func(context.Context) (*chartutil.Capabilities, error) {
-		kv, err := chartutil.ParseKubeVersion(version)
-		if err != nil {
-			return nil, err
-		}
-		return &chartutil.Capabilities{KubeVersion: *kv, APIVersions: chartutil.DefaultVersionSet}, nil
-	}
+// fixedCapabilities is a cluster at Kubernetes version serving Helm's default API versions.
+func fixedCapabilities(version string) *provisioner.Capabilities {
+	return &provisioner.Capabilities{KubeVersion: version, APIVersions: chartutil.DefaultVersionSet}
+}
+
+// request renders content as BundleDeployment "rel" in namespace "ns" on a cluster at Kubernetes
+// v1.37.2.
+func request(content fs.FS, cfg *rukpakv1alpha1.BundleConfig) provisioner.Request {
+	return provisioner.Request{Content: content, Name: "rel", InstallNamespace: "ns", Config: cfg, Capabilities: fixedCapabilities("v1.37.2")}
 }
 
 func render(t *testing.T, r *Renderer, content fs.FS, cfg *rukpakv1alpha1.BundleConfig) ([]client.Object, error) {
 	t.Helper()
+	return renderRequest(t, r, request(content, cfg))
+}
+
+func renderRequest(t *testing.T, r *Renderer, req provisioner.Request) ([]client.Object, error) {
+	t.Helper()
 	if r == nil {
-		r = New(WithCapabilities(fixedCapabilities("v1.37.2")))
+		r = New()
 	}
-	return r.Render(t.Context(), provisioner.Request{Content: content, Name: "rel", InstallNamespace: "ns", Config: cfg})
+	return r.Render(t.Context(), req)
+}
+
+// gathered is req with the valuesFrom documents read from values, as the controller gathers them
+// before a render.
+func gathered(t *testing.T, values client.Reader, req provisioner.Request) provisioner.Request {
+	t.Helper()
+	req, err := (&provisioner.Gatherer{Values: values}).Gather(t.Context(), New(), req)
+	if err != nil {
+		t.Fatalf("gathering: %v", err)
+	}
+	return req
 }
 
 func mustRender(t *testing.T, r *Renderer, content fs.FS, cfg *rukpakv1alpha1.BundleConfig) map[string]*unstructured.Unstructured {
@@ -144,7 +159,10 @@ func TestValuesFromOrderAndInlineLast(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "ns"},
 			Data: map[string]string{"values.yaml": "- a list\n- is not values\n"}},
 	).Build()
-	r := New(WithValuesReader(c), WithCapabilities(fixedCapabilities("v1.37.2")))
+	// Rendered as the controller renders: the valuesFrom documents gathered from c first.
+	renderFrom := func(cfg *rukpakv1alpha1.BundleConfig) ([]client.Object, error) {
+		return renderRequest(t, nil, gathered(t, c, request(demo(), cfg)))
+	}
 	cfg := &rukpakv1alpha1.BundleConfig{
 		ValuesFrom: []rukpakv1alpha1.ValuesReference{
 			{Kind: "Secret", Name: "base"},
@@ -154,7 +172,11 @@ func TestValuesFromOrderAndInlineLast(t *testing.T) {
 		},
 		Values: inline(t, "cache: {size: 3}"),
 	}
-	got := mustRender(t, r, demo(), cfg)
+	objs, err := renderFrom(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byKey(objs)
 	cm := got["ConfigMap/rel-demo"]
 	if data(t, cm, "greeting") != "from-configmap" || data(t, cm, "replicas") != "2" {
 		t.Errorf("later valuesFrom entries must win key by key: %v", cm.Object["data"])
@@ -164,17 +186,22 @@ func TestValuesFromOrderAndInlineLast(t *testing.T) {
 	}
 
 	// A missing object may be created later: a plain (retried) error that says what to do.
-	_, err := render(t, r, demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "absent"}}})
+	_, err = renderFrom(&rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "absent"}}})
 	var ib *provisioner.InvalidBundleError
-	if err == nil || errors.As(err, &ib) || !strings.Contains(err.Error(), "Secret ns/absent") || !strings.Contains(err.Error(), "optional") {
+	const wantMissing = `spec.config.valuesFrom[0]: Secret ns/absent key "values.yaml" does not exist: create it in the install namespace or mark the reference optional`
+	if err == nil || errors.As(err, &ib) || err.Error() != wantMissing {
 		t.Errorf("missing Secret: %v", err)
 	}
-	_, err = render(t, r, demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "env"}}})
+	_, err = renderFrom(&rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "env"}}})
 	if err == nil || !strings.Contains(err.Error(), `key "values.yaml"`) {
 		t.Errorf("missing key: %v", err)
 	}
-	_, err = render(t, r, demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "bad"}}})
+	_, err = renderFrom(&rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "bad"}}})
 	wantInvalid(t, err, ReasonInvalidValues, "valuesFrom[0]", "ConfigMap ns/bad", "not a YAML map")
+
+	// Not gathered (rukpak has no values reader): refused, saying so.
+	_, err = render(t, nil, demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "base"}}})
+	wantInvalid(t, err, ReasonInvalidValues, `valuesFrom[0]: Secret ns/base key "values.yaml" cannot be read: this rukpak was started without a values reader`)
 }
 
 func TestSchemaViolationIsReported(t *testing.T) {
@@ -183,8 +210,9 @@ func TestSchemaViolationIsReported(t *testing.T) {
 }
 
 func TestKubeVersionIsChecked(t *testing.T) {
-	r := New(WithCapabilities(fixedCapabilities("v1.19.4")))
-	_, err := render(t, r, demo(), nil)
+	req := request(demo(), nil)
+	req.Capabilities = fixedCapabilities("v1.19.4")
+	_, err := renderRequest(t, nil, req)
 	wantInvalid(t, err, ReasonIncompatibleKubeVersion, `">=1.20.0-0"`, "v1.19.4")
 }
 
@@ -299,5 +327,5 @@ func TestMergeMaps(t *testing.T) {
 }
 
 func requestFor(content fs.FS) provisioner.Request {
-	return provisioner.Request{Content: content, Name: "rel", InstallNamespace: "ns"}
+	return provisioner.Request{Content: content, Name: "rel", InstallNamespace: "ns", Capabilities: fixedCapabilities("v1.37.2")}
 }

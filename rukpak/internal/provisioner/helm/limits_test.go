@@ -33,7 +33,7 @@ func smallChart() fstest.MapFS { return chartFS("small", "", map[string]string{"
 
 func renderAs(r *Renderer, ctx context.Context, bundleDeployment string, content fstest.MapFS) (time.Duration, error) {
 	start := time.Now()
-	_, err := r.Render(ctx, provisioner.Request{Content: content, Name: bundleDeployment, InstallNamespace: "ns"})
+	_, err := r.Render(ctx, provisioner.Request{Content: content, Name: bundleDeployment, InstallNamespace: "ns", Capabilities: fixedCapabilities("v1.37.2")})
 	return time.Since(start), err
 }
 
@@ -65,7 +65,7 @@ func wantRetryable(t *testing.T, err error, parts ...string) {
 
 func TestRenderTimeLimit(t *testing.T) {
 	const limit = 100 * time.Millisecond
-	r := New(WithCapabilities(fixedCapabilities("v1.37.2")), WithLimits(Limits{Timeout: limit}))
+	r := New(WithLimits(Limits{Timeout: limit}))
 	t.Cleanup(func() { waitForRunaways(t, r) })
 
 	took, err := renderAs(r, t.Context(), "spinner", spinChart(2500))
@@ -97,7 +97,7 @@ func TestRenderTimeLimit(t *testing.T) {
 
 func TestRenderSlotsAreBounded(t *testing.T) {
 	const limit = 100 * time.Millisecond
-	r := New(WithCapabilities(fixedCapabilities("v1.37.2")), WithLimits(Limits{Timeout: limit, MaxConcurrent: 1}))
+	r := New(WithLimits(Limits{Timeout: limit, MaxConcurrent: 1}))
 	t.Cleanup(func() { waitForRunaways(t, r) })
 
 	_, err := renderAs(r, t.Context(), "hostile", spinChart(2500))
@@ -115,7 +115,7 @@ func TestRenderSlotsAreBounded(t *testing.T) {
 }
 
 func TestRenderStopsWaitingWhenCancelled(t *testing.T) {
-	r := New(WithCapabilities(fixedCapabilities("v1.37.2")))
+	r := New()
 	t.Cleanup(func() { waitForRunaways(t, r) })
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -139,7 +139,7 @@ func TestRenderOutputLimit(t *testing.T) {
 		{"just below the limit", configMap + "data:\n  x: {{ repeat 1000000 \"x\" | quote }}\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(WithCapabilities(fixedCapabilities("v1.37.2")), WithLimits(Limits{MaxOutputBytes: limit}))
+			r := New(WithLimits(Limits{MaxOutputBytes: limit}))
 			took, err := renderAs(r, t.Context(), "big", chartFS("big", "", map[string]string{"cm.yaml": tc.template}))
 			t.Logf("Render returned after %v", took)
 			if !tc.over {

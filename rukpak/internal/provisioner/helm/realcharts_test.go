@@ -15,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 )
 
 // sharedChart returns $OLMV1_TESTDATA/helm/<name> (default ../shared/testdata next to the repository),
@@ -61,7 +62,9 @@ func TestRealChartPodinfo(t *testing.T) {
 	wantInvalid(t, err, ReasonUnsupportedHook, `Job "rel-podinfo-pre-install"`, "podinfo/templates/hooks/job.yaml", "helm.sh/hook: pre-install")
 
 	// Chart.yaml says kubeVersion: ">=1.23.0-0".
-	_, err = render(t, New(WithCapabilities(fixedCapabilities("v1.22.0"))), chart, nil)
+	req := request(chart, nil)
+	req.Capabilities = fixedCapabilities("v1.22.0")
+	_, err = renderRequest(t, nil, req)
 	wantInvalid(t, err, ReasonIncompatibleKubeVersion, "podinfo", "v1.22.0")
 }
 
@@ -74,7 +77,10 @@ func TestRealChartHelloWorld(t *testing.T) {
 	}
 }
 
-func TestDiscoveryCapabilities(t *testing.T) {
+// TestGatheredCapabilities: the cluster's version and API versions, gathered through discovery as
+// the controller does, are what templates see as .Capabilities (the discovery itself is tested in
+// package provisioner).
+func TestGatheredCapabilities(t *testing.T) {
 	cs := kubefake.NewClientset()
 	dc := cs.Discovery().(*discoveryfake.FakeDiscovery)
 	dc.FakedServerVersion = &version.Info{GitVersion: "v1.37.2", Major: "1", Minor: "37"}
@@ -82,33 +88,26 @@ func TestDiscoveryCapabilities(t *testing.T) {
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
 		{GroupVersion: "monitoring.coreos.com/v1", APIResources: []metav1.APIResource{{Name: "servicemonitors", Kind: "ServiceMonitor"}}},
 	}
-	caps := DiscoveryCapabilities(dc, time.Hour)
-	got, err := caps(t.Context())
+	g := &provisioner.Gatherer{Capabilities: provisioner.DiscoveryCapabilities(dc, time.Hour)}
+	// Templates branch on it: a chart rendering a ServiceMonitor only when the cluster serves one.
+	chart := chartFS("mon", "", map[string]string{"sm.yaml": `{{ if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}` + configMap + `{{ end }}` +
+		"\n---\n" + `{{ if semverCompare ">=1.37.0-0" .Capabilities.KubeVersion.Version }}` + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: recent\n{{ end }}"})
+	req, err := g.Gather(t.Context(), New(), provisioner.Request{Content: chart, Name: "rel", InstallNamespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.KubeVersion.Version != "v1.37.2" || got.KubeVersion.Minor != "37" {
-		t.Errorf("kube version %+v", got.KubeVersion)
+	objs, err := renderRequest(t, nil, req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, v := range []string{"apps/v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"} {
-		if !got.APIVersions.Has(v) {
-			t.Errorf(".Capabilities.APIVersions lacks %s: %v", v, got.APIVersions)
-		}
-	}
-	// Templates branch on it: a chart rendering a ServiceMonitor only when the cluster serves one.
-	chart := chartFS("mon", "", map[string]string{"sm.yaml": `{{ if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}` + configMap + `{{ end }}`})
-	if objs := mustRender(t, New(WithCapabilities(caps)), chart, nil); len(objs) != 1 {
-		t.Errorf("capabilities not passed to templates: %v", keys(objs))
-	}
-	dc.FakedServerVersion = &version.Info{GitVersion: "v1.38.0"}
-	if again, _ := caps(t.Context()); again != got {
-		t.Error("capabilities must be reused within the TTL")
+	if got := byKey(objs); len(got) != 2 {
+		t.Errorf("capabilities not passed to templates: %v", keys(got))
 	}
 }
 
 func BenchmarkRenderPodinfo(b *testing.B) {
 	chart := sharedChart(b, "podinfo")
-	r := New(WithCapabilities(fixedCapabilities("v1.37.2")))
+	r := New()
 	req := requestFor(chart)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -19,11 +19,14 @@ func TestRevisionInfo(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vals", Namespace: "ns"},
 			Data: map[string][]byte{"values.yaml": []byte("cache: {size: 7}\ngreeting: hi\n")}},
 	).Build()
-	r := New(WithValuesReader(c), WithCapabilities(fixedCapabilities("v1.37.2")))
+	r := New()
 	if info := r.RevisionInfo("rel"); info != nil {
 		t.Fatalf("before any render: %v", info)
 	}
-	mustRender(t, r, demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "vals"}}})
+	req := gathered(t, c, request(demo(), &rukpakv1alpha1.BundleConfig{ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "Secret", Name: "vals"}}}))
+	if _, err := renderRequest(t, r, req); err != nil {
+		t.Fatal(err)
+	}
 	fromSecret := r.RevisionInfo("rel")
 	if fromSecret["chartVersion"] != "1.2.0" {
 		t.Fatalf("chartVersion %q, want the demo chart's 1.2.0", fromSecret["chartVersion"])

@@ -35,7 +35,23 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s is not a valid kustomization: %v", file, err))
 	}
+	if err := checkEntries(content, dir, file, &k, visited); err != nil {
+		return err
+	}
+	for _, f := range fileRefs(&k) {
+		if isURL(f.ref) {
+			return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s refers to %q, a remote file; %v", file, f.field, f.ref, errRemote))
+		}
+	}
+	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
+		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s inflates Helm charts (helmCharts), which needs the helm binary and the network; render the chart into the bundle, or install it with the core-rukpak-io-helm provisioner", file))
+	}
+	return nil
+}
 
+// checkEntries checks the entries of resources, bases, components, generators, transformers and
+// validators of k (in file, in dir): each must be in the bundle, and a directory is checked in turn.
+func checkEntries(content fs.FS, dir, file string, k *types.Kustomization, visited map[string]bool) error {
 	for _, list := range []struct {
 		field   string
 		entries []string
@@ -46,52 +62,64 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 		inline := list.field == "generators" || list.field == "transformers" || list.field == "validators"
 		for _, e := range list.entries {
 			// A generator/transformer/validator entry that kustomize reads as an inline configuration
-			// (it parses as resources; see isInlineConfig) is no reference. Any other entry is a
-			// reference, also with surrounding white space or several lines: kustomize fetches
-			// "https://host/repo\n" as a remote base, so it is checked trimmed.
+			// (it parses as resources; see isInlineConfig) is no reference.
 			if inline && isInlineConfig(e) {
 				continue
 			}
-			if t := strings.TrimSpace(e); t != e && looksRemote(t) {
-				return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s entry %q is a remote base; %v", file, list.field, e, errRemote))
-			}
-			p := path.Join(dir, e)
-			if p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(e) {
-				return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q points outside the bundle", file, list.field, e))
-			}
-			st, err := fs.Stat(content, p)
-			switch {
-			case err != nil && looksRemote(e):
-				return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s entry %q is a remote base; %v", file, list.field, e, errRemote))
-			case err != nil:
-				return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q is not a file or directory of the bundle (kustomize would try it as a remote git repository, and %v)", file, list.field, e, errRemote))
-			}
-			if st.IsDir() {
-				if kustomizationFile(content, p) == "" {
-					return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q is a directory without a kustomization.yaml", file, list.field, e))
-				}
-				if err := checkLocal(content, p, visited); err != nil {
-					return err
-				}
+			if err := checkEntry(content, dir, file, list.field, e, visited); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
 
-	files := []struct{ field, ref string }{{"openapi.path", k.OpenAPI["path"]}}
+// checkEntry checks one entry e of field: a file or a directory with a kustomization (checked in
+// turn) of the bundle. Any entry is a reference, also with surrounding white space or several lines:
+// kustomize fetches "https://host/repo\n" as a remote base, so it is checked trimmed.
+func checkEntry(content fs.FS, dir, file, field, e string, visited map[string]bool) error {
+	if t := strings.TrimSpace(e); t != e && looksRemote(t) {
+		return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s entry %q is a remote base; %v", file, field, e, errRemote))
+	}
+	p := path.Join(dir, e)
+	if p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(e) {
+		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q points outside the bundle", file, field, e))
+	}
+	st, err := fs.Stat(content, p)
+	switch {
+	case err != nil && looksRemote(e):
+		return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s entry %q is a remote base; %v", file, field, e, errRemote))
+	case err != nil:
+		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q is not a file or directory of the bundle (kustomize would try it as a remote git repository, and %v)", file, field, e, errRemote))
+	case !st.IsDir():
+		return nil
+	case kustomizationFile(content, p) == "":
+		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s: %s entry %q is a directory without a kustomization.yaml", file, field, e))
+	}
+	return checkLocal(content, p, visited)
+}
+
+// fileRef is a reference to a single file, by the field that holds it.
+type fileRef struct{ field, ref string }
+
+// fileRefs lists k's references to single files (patches, crds, configurations, replacements,
+// generator files, openapi), which kustomize fetches over HTTP when they are http(s) URLs.
+func fileRefs(k *types.Kustomization) []fileRef {
+	files := []fileRef{{"openapi.path", k.OpenAPI["path"]}}
 	for _, f := range k.Crds {
-		files = append(files, struct{ field, ref string }{"crds", f})
+		files = append(files, fileRef{"crds", f})
 	}
 	for _, f := range k.Configurations {
-		files = append(files, struct{ field, ref string }{"configurations", f})
+		files = append(files, fileRef{"configurations", f})
 	}
 	for _, p := range k.PatchesStrategicMerge {
-		files = append(files, struct{ field, ref string }{"patchesStrategicMerge", string(p)})
+		files = append(files, fileRef{"patchesStrategicMerge", string(p)})
 	}
 	for _, p := range append(append([]types.Patch{}, k.Patches...), k.PatchesJson6902...) {
-		files = append(files, struct{ field, ref string }{"patches.path", p.Path})
+		files = append(files, fileRef{"patches.path", p.Path})
 	}
 	for _, r := range k.Replacements {
-		files = append(files, struct{ field, ref string }{"replacements.path", r.Path})
+		files = append(files, fileRef{"replacements.path", r.Path})
 	}
 	var generated []types.GeneratorArgs
 	for _, g := range k.ConfigMapGenerator {
@@ -105,18 +133,10 @@ func checkLocal(content fs.FS, dir string, visited map[string]bool) error {
 			if _, after, ok := strings.Cut(f, "="); ok {
 				f = after // key=path
 			}
-			files = append(files, struct{ field, ref string }{"configMapGenerator/secretGenerator files", f})
+			files = append(files, fileRef{"configMapGenerator/secretGenerator files", f})
 		}
 	}
-	for _, f := range files {
-		if isURL(f.ref) {
-			return invalid(ReasonRemoteReference, fmt.Sprintf("%s: %s refers to %q, a remote file; %v", file, f.field, f.ref, errRemote))
-		}
-	}
-	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
-		return invalid(ReasonInvalidKustomization, fmt.Sprintf("%s inflates Helm charts (helmCharts), which needs the helm binary and the network; render the chart into the bundle, or install it with the core-rukpak-io-helm provisioner", file))
-	}
-	return nil
+	return files
 }
 
 // inlineResources decides, as kustomize's KustTarget does, whether a generators, transformers or

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -16,13 +15,11 @@ func TestScoper(t *testing.T) {
 		"metadata": map[string]any{"name": "gadgets.example.com"},
 		"spec":     map[string]any{"group": "example.com", "scope": "Cluster", "names": map[string]any{"kind": "Gadget"}},
 	}}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(schema.GroupVersionKind{Group: "other.io", Version: "v1", Kind: "Global"}, meta.RESTScopeRoot)
-	mapper.Add(schema.GroupVersionKind{Group: "other.io", Version: "v1", Kind: "Local"}, meta.RESTScopeNamespace)
-	s := NewScoper([]*unstructured.Unstructured{crd}, mapper)
+	gathered := map[schema.GroupKind]bool{{Group: "other.io", Kind: "Global"}: false, {Group: "other.io", Kind: "Local"}: true}
+	s := NewScoper([]*unstructured.Unstructured{crd}, gathered)
 	for gvk, want := range map[schema.GroupVersionKind]bool{
 		{Group: "example.com", Version: "v1", Kind: "Gadget"}:                                          false, // from the bundle's CRD
-		{Group: "other.io", Version: "v1", Kind: "Global"}:                                             false, // from the mapper
+		{Group: "other.io", Version: "v1", Kind: "Global"}:                                             false, // gathered from the cluster
 		{Group: "other.io", Version: "v1", Kind: "Local"}:                                              true,
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:                       false, // built in
 		{Group: "", Version: "v1", Kind: "ConfigMap"}:                                                  true,
@@ -32,6 +29,24 @@ func TestScoper(t *testing.T) {
 		if got := s.Namespaced(gvk); got != want {
 			t.Errorf("Namespaced(%v) = %v, want %v", gvk, got, want)
 		}
+	}
+}
+
+// ClusterKinds are the kinds only the cluster can scope: not defined by the bundle's CRDs, not in
+// the built-in table of cluster-scoped kinds; each once.
+func TestClusterKinds(t *testing.T) {
+	obj := func(apiVersion, kind string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	}
+	crd := obj("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+	crd.Object["spec"] = map[string]any{"group": "example.com", "scope": "Cluster", "names": map[string]any{"kind": "Gadget"}}
+	got := ClusterKinds([]*unstructured.Unstructured{
+		crd, obj("example.com/v1", "Gadget"), obj("v1", "Namespace"), obj("v1", "ConfigMap"),
+		obj("other.io/v1", "Tenant"), obj("v1", "ConfigMap"), obj("rbac.authorization.k8s.io/v1", "ClusterRole"),
+	})
+	want := []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}, {Group: "other.io", Version: "v1", Kind: "Tenant"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("ClusterKinds = %v, want %v", got, want)
 	}
 }
 

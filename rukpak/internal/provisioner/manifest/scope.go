@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -51,16 +50,22 @@ var clusterScoped = map[schema.GroupKind]bool{
 }
 
 // Scoper tells whether a kind is namespaced. It answers from, in order: the CustomResourceDefinitions
-// among the objects being rendered, an optional RESTMapper (the controller passes its cached one),
+// among the objects being rendered, the scopes gathered from the cluster (provisioner.Request.Scopes),
 // and the built-in table above. Kinds it does not know are treated as namespaced.
 type Scoper struct {
-	crds   map[schema.GroupKind]bool // group/kind → namespaced
-	mapper meta.RESTMapper
+	crds    map[schema.GroupKind]bool // group/kind → namespaced
+	cluster map[schema.GroupKind]bool
 }
 
-// NewScoper builds a Scoper from the objects of a bundle (their CRDs) and an optional mapper.
-func NewScoper(objs []*unstructured.Unstructured, mapper meta.RESTMapper) *Scoper {
-	s := &Scoper{crds: map[schema.GroupKind]bool{}, mapper: mapper}
+// NewScoper builds a Scoper from the objects of a bundle (their CRDs) and the scopes gathered from
+// the cluster (nil: none).
+func NewScoper(objs []*unstructured.Unstructured, cluster map[schema.GroupKind]bool) *Scoper {
+	return &Scoper{crds: crdScopes(objs), cluster: cluster}
+}
+
+// crdScopes are the scopes the CRDs among objs give their kinds.
+func crdScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
 	for _, o := range objs {
 		if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
 			continue
@@ -68,9 +73,9 @@ func NewScoper(objs []*unstructured.Unstructured, mapper meta.RESTMapper) *Scope
 		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
 		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
-		s.crds[schema.GroupKind{Group: group, Kind: kind}] = scope != "Cluster"
+		out[schema.GroupKind{Group: group, Kind: kind}] = scope != "Cluster"
 	}
-	return s
+	return out
 }
 
 // Namespaced reports whether objects of gvk live in a namespace.
@@ -78,10 +83,26 @@ func (s *Scoper) Namespaced(gvk schema.GroupVersionKind) bool {
 	if ns, ok := s.crds[gvk.GroupKind()]; ok {
 		return ns
 	}
-	if s.mapper != nil {
-		if m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Scope.Name() == meta.RESTScopeNameNamespace
-		}
+	if ns, ok := s.cluster[gvk.GroupKind()]; ok {
+		return ns
 	}
 	return !clusterScoped[gvk.GroupKind()]
+}
+
+// ClusterKinds lists the kinds of objs whose scope only the cluster can tell: those that no CRD among
+// objs defines and that the built-in table does not name as cluster-scoped. Each kind is listed once,
+// in the order of objs. A Renderer's Needs.Kinds gives them to the gathering step.
+func ClusterKinds(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	crds := crdScopes(objs)
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if _, defined := crds[gvk.GroupKind()]; defined || clusterScoped[gvk.GroupKind()] || seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		out = append(out, gvk)
+	}
+	return out
 }

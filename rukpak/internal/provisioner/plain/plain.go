@@ -1,6 +1,10 @@
 // Package plain implements the core-rukpak-io-plain provisioner: every manifest under the bundle's
 // manifests/ directory is applied as it is, namespaced objects without a namespace going to the
 // BundleDeployment's installNamespace.
+//
+// A kind's scope comes from a CRD in the bundle, else from the cluster (the kinds of Needs.Kinds,
+// gathered into Request.Scopes before the render), else from the built-in table of cluster-scoped
+// kinds; a kind none of them knows is namespaced.
 package plain
 
 import (
@@ -9,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
@@ -25,19 +30,22 @@ const ProvisionerClassName = "core-rukpak-io-plain"
 const ManifestsDir = "manifests"
 
 // Renderer renders plain bundles.
-type Renderer struct {
-	mapper meta.RESTMapper
-}
+type Renderer struct{}
 
-var _ provisioner.Renderer = (*Renderer)(nil)
+var (
+	_ provisioner.Renderer = (*Renderer)(nil)
+	_ provisioner.Needer   = (*Renderer)(nil)
+)
 
 // Option configures a Renderer.
 type Option func(*Renderer)
 
-// WithRESTMapper lets the renderer learn the scope of kinds that are neither built in nor defined by
-// a CRD in the bundle (custom resources of CRDs installed by someone else). Without it such kinds are
-// treated as namespaced.
-func WithRESTMapper(m meta.RESTMapper) Option { return func(r *Renderer) { r.mapper = m } }
+// WithRESTMapper does nothing.
+//
+// Deprecated: the scope of kinds the bundle does not define is gathered before the render
+// (provisioner.Gatherer.Mapper; the controller uses its client's RESTMapper when it has no
+// Gatherer). Kept so that existing callers compile.
+func WithRESTMapper(meta.RESTMapper) Option { return func(*Renderer) {} }
 
 // New returns a plain Renderer.
 func New(opts ...Option) *Renderer {
@@ -48,10 +56,32 @@ func New(opts ...Option) *Renderer {
 	return r
 }
 
+// Needs says that a render reads the scope of the bundle's kinds that only the cluster knows
+// (custom resources of CRDs that someone else installed).
+func (*Renderer) Needs() provisioner.Needs { return provisioner.Needs{Kinds: clusterKinds} }
+
+// clusterKinds lists the kinds under manifests/ whose scope only the cluster can tell; none when
+// the bundle cannot be read (Render reports that).
+func clusterKinds(req provisioner.Request) []schema.GroupVersionKind {
+	objs, err := manifest.ReadDir(req.Content, ManifestsDir)
+	if err != nil {
+		return nil
+	}
+	return manifest.ClusterKinds(unstructureds(objs))
+}
+
+func unstructureds(objs []manifest.Object) []*unstructured.Unstructured {
+	us := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		us = append(us, o.Obj)
+	}
+	return us
+}
+
 // Render decodes every YAML/JSON document under manifests/ (in lexical file order, then document
 // order). Namespaced objects without metadata.namespace get req.InstallNamespace; cluster-scoped
 // objects must not name a namespace. Two documents naming the same object are an error.
-func (r *Renderer) Render(_ context.Context, req provisioner.Request) ([]client.Object, error) {
+func (*Renderer) Render(_ context.Context, req provisioner.Request) ([]client.Object, error) {
 	objs, err := manifest.ReadDir(req.Content, ManifestsDir)
 	if err != nil {
 		return nil, invalid(err.Error())
@@ -59,11 +89,7 @@ func (r *Renderer) Render(_ context.Context, req provisioner.Request) ([]client.
 	if len(objs) == 0 {
 		return nil, invalid(fmt.Sprintf("plain bundle has no objects: %s/ holds no YAML or JSON documents", ManifestsDir))
 	}
-	us := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		us = append(us, o.Obj)
-	}
-	scope := manifest.NewScoper(us, r.mapper)
+	scope := manifest.NewScoper(unstructureds(objs), req.Scopes)
 	seen := map[string]string{}
 	out := make([]client.Object, 0, len(objs))
 	for _, o := range objs {

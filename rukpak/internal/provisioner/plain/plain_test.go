@@ -3,6 +3,7 @@ package plain
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -129,15 +130,31 @@ func TestRenderWithoutInstallNamespace(t *testing.T) {
 	}
 }
 
-func TestRenderWithRESTMapper(t *testing.T) {
+// The scope of a kind the bundle does not define comes from the Request (gathered from the cluster
+// before the render), else the kind is namespaced.
+func TestRenderWithGatheredScopes(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Tenant"}, meta.RESTScopeRoot)
 	fsys := fstest.MapFS{"manifests/t.yaml": &fstest.MapFile{Data: []byte("apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: t}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")}}
-	objs, err := New(WithRESTMapper(mapper)).Render(context.Background(), provisioner.Request{Content: fsys, InstallNamespace: "ns"})
+	req, err := (&provisioner.Gatherer{Mapper: mapper}).Gather(context.Background(), New(), provisioner.Request{Content: fsys, InstallNamespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[schema.GroupKind]bool{{Group: "example.com", Kind: "Tenant"}: false}; !reflect.DeepEqual(req.Scopes, want) {
+		t.Fatalf("gathered scopes %v, want %v (Widget is not served)", req.Scopes, want)
+	}
+	objs, err := New().Render(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if objs[0].GetNamespace() != "" || objs[1].GetNamespace() != "ns" {
-		t.Fatalf("Tenant (cluster-scoped per the mapper) in %q, Widget (unknown: namespaced) in %q", objs[0].GetNamespace(), objs[1].GetNamespace())
+		t.Fatalf("Tenant (cluster-scoped per the cluster) in %q, Widget (unknown: namespaced) in %q", objs[0].GetNamespace(), objs[1].GetNamespace())
+	}
+	// A cluster-scoped kind must not name a namespace, whoever scopes it.
+	fsys["manifests/t.yaml"] = &fstest.MapFile{Data: []byte("apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: t, namespace: x}\n")}
+	_, err = New().Render(context.Background(), provisioner.Request{Content: fsys, InstallNamespace: "ns", Scopes: req.Scopes})
+	var ib *provisioner.InvalidBundleError
+	if !errors.As(err, &ib) || !strings.Contains(ib.Message, `Tenant "t" is cluster-scoped but sets metadata.namespace "x"`) {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -68,72 +68,98 @@ type bundle struct {
 
 // loadBundle reads metadata/annotations.yaml and every manifest of a registry+v1 bundle.
 func loadBundle(content fs.FS) (*bundle, error) {
-	b := &bundle{}
-	dir := defaultManifestsDir
-	data, err := fs.ReadFile(content, annotationsFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// Bundles unpacked from some sources lack metadata/; manifests/ is the default.
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", annotationsFile, err)
-	default:
-		var a struct {
-			Annotations map[string]string `json:"annotations"`
-		}
-		if err := manifest.CheckAliases(data); errors.Is(err, manifest.ErrAliasExpansion) {
-			return nil, fmt.Errorf("%s: %w", annotationsFile, err)
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
-		}
-		if err := yaml.Unmarshal(data, &a); err != nil {
-			return nil, fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
-		}
-		if mt := a.Annotations[mediaTypeAnnotation]; mt != "" && mt != registryV1MediaType {
-			return nil, fmt.Errorf("%s: %s is %q, not %q; use the provisioner for that bundle format",
-				annotationsFile, mediaTypeAnnotation, mt, registryV1MediaType)
-		}
-		if m := strings.Trim(path.Clean(a.Annotations[manifestsAnnotation]), "/"); a.Annotations[manifestsAnnotation] != "" {
-			if m == "." || strings.HasPrefix(m, "..") {
-				return nil, fmt.Errorf("%s: %s %q must name a directory inside the bundle", annotationsFile, manifestsAnnotation, a.Annotations[manifestsAnnotation])
-			}
-			dir = m
-		}
-		b.pkg = a.Annotations[packageAnnotation]
+	dir, pkg, err := readAnnotations(content)
+	if err != nil {
+		return nil, err
 	}
-
 	objs, err := manifest.ReadDir(content, dir)
 	if err != nil {
 		return nil, err
 	}
+	b := &bundle{pkg: pkg}
+	if err := b.sortObjects(objs); err != nil {
+		return nil, err
+	}
+	if err := b.checkComplete(dir); err != nil {
+		return nil, err
+	}
+	if b.pkg == "" {
+		b.pkg = b.csv.Name
+	}
+	return b, nil
+}
+
+// readAnnotations reads metadata/annotations.yaml: the manifests directory (default manifests/) and
+// the package name (empty when not annotated). Bundles unpacked from some sources lack metadata/.
+func readAnnotations(content fs.FS) (dir, pkg string, err error) {
+	data, err := fs.ReadFile(content, annotationsFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return defaultManifestsDir, "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading %s: %w", annotationsFile, err)
+	}
+	var a struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := manifest.CheckAliases(data); errors.Is(err, manifest.ErrAliasExpansion) {
+		return "", "", fmt.Errorf("%s: %w", annotationsFile, err)
+	} else if err != nil {
+		return "", "", fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
+	}
+	if err := yaml.Unmarshal(data, &a); err != nil {
+		return "", "", fmt.Errorf("%s: invalid YAML: %w", annotationsFile, err)
+	}
+	if mt := a.Annotations[mediaTypeAnnotation]; mt != "" && mt != registryV1MediaType {
+		return "", "", fmt.Errorf("%s: %s is %q, not %q; use the provisioner for that bundle format",
+			annotationsFile, mediaTypeAnnotation, mt, registryV1MediaType)
+	}
+	dir = defaultManifestsDir
+	if m := strings.Trim(path.Clean(a.Annotations[manifestsAnnotation]), "/"); a.Annotations[manifestsAnnotation] != "" {
+		if m == "." || strings.HasPrefix(m, "..") {
+			return "", "", fmt.Errorf("%s: %s %q must name a directory inside the bundle", annotationsFile, manifestsAnnotation, a.Annotations[manifestsAnnotation])
+		}
+		dir = m
+	}
+	return dir, a.Annotations[packageAnnotation], nil
+}
+
+// sortObjects sorts the manifests into the one CSV, the CRDs and the other supported kinds.
+func (b *bundle) sortObjects(objs []manifest.Object) error {
 	var csvSource string
 	for _, o := range objs {
 		gk := o.Obj.GroupVersionKind().GroupKind()
 		switch {
 		case gk == schema.GroupKind{Group: operatorsGroup, Kind: csvKind}:
 			if b.csv != nil {
-				return nil, fmt.Errorf("%s: a second ClusterServiceVersion %q (the first is %q in %s); a bundle has exactly one",
+				return fmt.Errorf("%s: a second ClusterServiceVersion %q (the first is %q in %s); a bundle has exactly one",
 					o.Source(), o.Obj.GetName(), b.csv.Name, csvSource)
 			}
 			csv := &operatorsv1alpha1.ClusterServiceVersion{}
 			if err := fromUnstructured(o.Obj, csv); err != nil {
-				return nil, fmt.Errorf("%s: ClusterServiceVersion %q: %w", o.Source(), o.Obj.GetName(), err)
+				return fmt.Errorf("%s: ClusterServiceVersion %q: %w", o.Source(), o.Obj.GetName(), err)
 			}
 			b.csv, csvSource = csv, o.Source()
 		case gk == schema.GroupKind{Group: apiextensionsGroup, Kind: crdKind}:
 			if v := o.Obj.GroupVersionKind().Version; v != "v1" {
-				return nil, fmt.Errorf("%s: CustomResourceDefinition %q is apiextensions.k8s.io/%s, which Kubernetes no longer serves; the bundle must use apiextensions.k8s.io/v1",
+				return fmt.Errorf("%s: CustomResourceDefinition %q is apiextensions.k8s.io/%s, which Kubernetes no longer serves; the bundle must use apiextensions.k8s.io/v1",
 					o.Source(), o.Obj.GetName(), v)
 			}
 			b.crds = append(b.crds, o)
 		case supportedKinds[gk]:
 			b.other = append(b.other, o)
 		default:
-			return nil, fmt.Errorf("%s: %s %q (%s) is not a kind a registry+v1 bundle may contain; supported kinds are ClusterServiceVersion, CustomResourceDefinition, %s",
+			return fmt.Errorf("%s: %s %q (%s) is not a kind a registry+v1 bundle may contain; supported kinds are ClusterServiceVersion, CustomResourceDefinition, %s",
 				o.Source(), gk.Kind, o.Obj.GetName(), o.Obj.GetAPIVersion(), strings.Join(supportedKindNames(), ", "))
 		}
 	}
+	return nil
+}
+
+// checkComplete requires the CSV, and in dir every CRD it owns.
+func (b *bundle) checkComplete(dir string) error {
 	if b.csv == nil {
-		return nil, fmt.Errorf("%s/ holds no ClusterServiceVersion (kind ClusterServiceVersion, apiVersion operators.coreos.com/v1alpha1); a registry+v1 bundle needs exactly one", dir)
+		return fmt.Errorf("%s/ holds no ClusterServiceVersion (kind ClusterServiceVersion, apiVersion operators.coreos.com/v1alpha1); a registry+v1 bundle needs exactly one", dir)
 	}
 	have := map[string]bool{}
 	for _, c := range b.crds {
@@ -141,14 +167,11 @@ func loadBundle(content fs.FS) (*bundle, error) {
 	}
 	for _, owned := range b.csv.Spec.CustomResourceDefinitions.Owned {
 		if !have[owned.Name] {
-			return nil, fmt.Errorf("ClusterServiceVersion %q owns CustomResourceDefinition %q (spec.customresourcedefinitions.owned) but %s/ does not contain it; add the CRD to the bundle",
+			return fmt.Errorf("ClusterServiceVersion %q owns CustomResourceDefinition %q (spec.customresourcedefinitions.owned) but %s/ does not contain it; add the CRD to the bundle",
 				b.csv.Name, owned.Name, dir)
 		}
 	}
-	if b.pkg == "" {
-		b.pkg = b.csv.Name
-	}
-	return b, nil
+	return nil
 }
 
 func supportedKindNames() []string {

@@ -1,4 +1,4 @@
-package helm
+package provisioner
 
 import (
 	"context"
@@ -8,23 +8,33 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/client-go/discovery"
 )
 
-// CapabilitiesFunc returns what templates see as .Capabilities. It is called once per render.
-type CapabilitiesFunc func(ctx context.Context) (*chartutil.Capabilities, error)
+// Capabilities are the cluster's Kubernetes version and served API versions, as Helm's .Capabilities
+// shows them to templates.
+type Capabilities struct {
+	// KubeVersion is the API server's version, e.g. "v1.31.2".
+	KubeVersion string
+	// APIVersions are the served group/versions and group/version/Kinds ("apps/v1",
+	// "apps/v1/Deployment"), sorted.
+	APIVersions []string
+}
+
+// CapabilitiesFunc returns the cluster's Capabilities. Gather calls it once per render of a Renderer
+// that needs them.
+type CapabilitiesFunc func(ctx context.Context) (*Capabilities, error)
 
 // DiscoveryCapabilities reads the cluster's version and served API versions through discovery, as
 // `helm install` does, and keeps the answer for ttl: discovery takes a request per API group, and a
-// newly installed CRD shows up in .Capabilities.APIVersions after at most ttl.
+// newly installed CRD shows up in APIVersions after at most ttl (ttl 0: every call asks).
 func DiscoveryCapabilities(dc discovery.DiscoveryInterface, ttl time.Duration) CapabilitiesFunc {
 	var (
 		mu      sync.Mutex
-		cached  *chartutil.Capabilities
+		cached  *Capabilities
 		fetched time.Time
 	)
-	return func(_ context.Context) (*chartutil.Capabilities, error) {
+	return func(_ context.Context) (*Capabilities, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if cached != nil && time.Since(fetched) < ttl {
@@ -34,15 +44,11 @@ func DiscoveryCapabilities(dc discovery.DiscoveryInterface, ttl time.Duration) C
 		if err != nil {
 			return nil, fmt.Errorf("reading the server version: %w", err)
 		}
-		kv, err := chartutil.ParseKubeVersion(info.GitVersion)
-		if err != nil {
-			return nil, fmt.Errorf("parsing the server version %q: %w", info.GitVersion, err)
-		}
 		versions, err := versionSet(dc)
 		if err != nil {
 			return nil, err
 		}
-		cached = &chartutil.Capabilities{KubeVersion: *kv, APIVersions: versions, HelmVersion: chartutil.DefaultCapabilities.HelmVersion}
+		cached = &Capabilities{KubeVersion: info.GitVersion, APIVersions: versions}
 		fetched = time.Now()
 		return cached, nil
 	}
@@ -51,7 +57,7 @@ func DiscoveryCapabilities(dc discovery.DiscoveryInterface, ttl time.Duration) C
 // versionSet lists every served group/version and group/version/Kind, as Helm does for
 // .Capabilities.APIVersions.Has. Groups that fail discovery (an aggregated API that is down) are
 // left out rather than failing the render.
-func versionSet(dc discovery.DiscoveryInterface) (chartutil.VersionSet, error) {
+func versionSet(dc discovery.DiscoveryInterface) ([]string, error) {
 	groups, resources, err := dc.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("listing the served API versions: %w", err)
@@ -67,7 +73,7 @@ func versionSet(dc discovery.DiscoveryInterface) (chartutil.VersionSet, error) {
 			seen[path.Join(r.GroupVersion, res.Kind)] = true
 		}
 	}
-	out := make(chartutil.VersionSet, 0, len(seen))
+	out := make([]string, 0, len(seen))
 	for v := range seen {
 		out = append(out, v)
 	}

@@ -1,0 +1,147 @@
+package controller
+
+// Status: the conditions of a reconcile are decided in one place (setStatus) from what its steps
+// learned and the step error that stopped them; status.history mirrors the release history; the
+// Events of a reconcile are recorded from the change of its conditions.
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
+)
+
+// setStatus is the one place conditions are decided.
+func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployment, st *state, err error) {
+	gen := bd.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	bd.Status.ObservedGeneration = gen
+	setNotPaused(bd)
+	var se *step.Error
+	if err != nil {
+		var ok bool
+		if se, ok = step.As(err); !ok {
+			se = step.Failed(rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.ReasonInstallFailed, err)
+		}
+	}
+
+	if st.unpacked != nil {
+		bd.Status.ResolvedSource = st.unpacked.ResolvedSource.DeepCopy()
+		bd.Status.ContentHash = st.hash
+	}
+	switch {
+	case se != nil && se.Condition == rukpakv1alpha1.TypeUnpacked:
+		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionFalse, se.Reason, se.Error())
+	case st.unpacked != nil:
+		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionTrue, rukpakv1alpha1.ReasonUnpackSucceeded,
+			fmt.Sprintf("unpacked %s (%s)", st.unpacked.ResolvedSource.String(), st.hash))
+	case meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeUnpacked) == nil:
+		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionUnknown, rukpakv1alpha1.ReasonUnpackPending, "waiting for the bundle to be unpacked")
+	}
+
+	installed := bd.Status.InstalledRevision > 0
+	switch {
+	case st.applied != nil:
+		bd.Status.InstalledRevision = int64(st.applied.Revision)
+		msg := fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count)
+		if st.description != "" {
+			msg = fmt.Sprintf("revision %d is installed (%d objects, %s)", st.applied.Revision, st.count, st.description)
+		}
+		if len(st.leftAlone) > 0 {
+			msg += fmt.Sprintf("; %d object(s) earlier revisions installed were left in place because another owner holds them now: %s",
+				len(st.leftAlone), keyList(st.leftAlone))
+		}
+		if st.applied.HeldBack != "" {
+			set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonUpgradeFailed, fmt.Sprintf(
+				"the content the spec asks for was rolled back and is not applied again until spec.source or spec.config changes, or the annotation %s is set to a new value: %s; %s",
+				RetryUpgradeAnnotation, st.applied.HeldBack, msg))
+		} else {
+			set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
+		}
+		// Re-applying the deployed revision leaves the history as it is, unless it does not show that
+		// revision yet (a crash between recording a revision and writing the status).
+		if st.applied.Changed || st.historyChanged || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
+			r.setHistory(bd)
+		}
+	case se != nil && se.Condition == rukpakv1alpha1.TypeInstalled:
+		msg := se.Error()
+		if installed {
+			msg += fmt.Sprintf(" (revision %d stays installed)", bd.Status.InstalledRevision)
+		}
+		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, se.Reason, msg)
+		r.setHistory(bd)
+	case !installed:
+		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered")
+	}
+
+	switch {
+	case st.progress != nil && st.progress.exceeded && !st.progress.rolledBack && st.healthy != nil:
+		reason := rukpakv1alpha1.ReasonProgressDeadlineExceeded
+		if st.progress.blocked != "" {
+			reason = rukpakv1alpha1.ReasonRollbackBlocked
+		}
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, reason, st.progress.message(st.healthy))
+	case st.applied != nil && st.healthy == nil:
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, rukpakv1alpha1.ReasonHealthy, "every installed object is ready")
+	case st.applied != nil:
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, rukpakv1alpha1.ReasonUnhealthy, st.healthy.Error())
+	case bd.Status.InstalledRevision == 0:
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionUnknown, rukpakv1alpha1.ReasonHealthUnknown, "nothing is installed yet")
+	}
+}
+
+// setHistory copies the newest deployed and superseded revisions into status.history.
+func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeployment) {
+	revs, err := r.Engine.History(bd.Name)
+	if err != nil {
+		return
+	}
+	var hist []rukpakv1alpha1.BundleDeploymentRevision
+	for _, rev := range revs {
+		if rev.Status != "deployed" && rev.Status != "superseded" {
+			continue
+		}
+		h := rukpakv1alpha1.BundleDeploymentRevision{Revision: int64(rev.Version), InstalledAt: metav1.NewTime(rev.Deployed), Description: rev.Description}
+		if !rev.HealthyAt.IsZero() {
+			t := metav1.NewTime(rev.HealthyAt)
+			h.HealthyAt = &t
+		}
+		h.ContentHash, _ = rev.Info["contentHash"].(string)
+		h.ChartVersion, _ = rev.Info[InfoChartVersion].(string)
+		h.ValuesHash, _ = rev.Info[InfoValuesHash].(string)
+		h.ResolvedSource = resolvedFromInfo(rev.Info["resolvedSource"])
+		hist = append(hist, h)
+		if len(hist) == 10 {
+			break
+		}
+	}
+	bd.Status.History = hist
+}
+
+// events is the policy of the Events of condition changes: one per transition, a Warning while a
+// condition fails. Paused=False is no failure, and the pending reasons mean "not there yet".
+var events = step.Policy{
+	NotFailures: []string{rukpakv1alpha1.TypePaused},
+	Progressing: []string{rukpakv1alpha1.ReasonUnpackPending, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonHealthUnknown},
+}
+
+// emitEvents records what this reconcile installed and left in place, then one Event per condition
+// transition from orig to bd.
+func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleDeployment, st *state) {
+	if r.Recorder == nil {
+		return
+	}
+	if st.applied != nil && st.applied.Changed {
+		r.Recorder.Eventf(bd, "Normal", "Installed", "installed revision %d (%s)", st.applied.Revision, st.hash)
+	}
+	if st.applied != nil && st.applied.Changed && len(st.leftAlone) > 0 {
+		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
+			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone))
+	}
+	events.Record(r.Recorder, bd, orig.Status.Conditions, bd.Status.Conditions)
+}

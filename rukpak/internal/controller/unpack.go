@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/step"
+)
+
+// unpackKey names a BundleDeployment's unpacked content in the Unpacker's cache.
+func unpackKey(bd *rukpakv1alpha1.BundleDeployment) string { return "bundledeployment/" + bd.Name }
+
+// unpack fetches spec.source and hashes what it holds (st.unpacked, st.hash). Content the source
+// reports unchanged keeps the hash of the status.
+func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
+	defer r.Metrics.observeStep(StepUnpack, time.Now())
+	if r.Renderers[bd.Spec.ProvisionerClassName] == nil {
+		return step.Terminal(rukpakv1alpha1.TypeInstalled, rukpakv1alpha1.ReasonInstallFailed,
+			fmt.Errorf("provisioner %q is not supported by this rukpak; use one of %v", bd.Spec.ProvisionerClassName, r.classes()))
+	}
+	res, err := r.Unpacker.Unpack(ctx, unpackKey(bd), bd.Spec.Source, source.Options{
+		Namespace: r.Namespace,
+		Previous:  bd.Status.ResolvedSource,
+	})
+	if err != nil {
+		// After: a server that said when to come back (Retry-After) is asked again then.
+		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err).After(source.RetryAfterOf(err))
+	}
+	st.unpacked = res
+	if res.Unchanged && bd.Status.ContentHash != "" {
+		st.hash = bd.Status.ContentHash
+		return nil
+	}
+	st.hash, err = ContentHash(os.DirFS(res.Dir))
+	if err != nil {
+		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed,
+			fmt.Errorf("hashing the unpacked content in %s: %w", res.Dir, err))
+	}
+	return nil
+}
+
+func (r *BundleDeploymentReconciler) classes() []rukpakv1alpha1.ProvisionerClassName {
+	var out []rukpakv1alpha1.ProvisionerClassName
+	for _, c := range []rukpakv1alpha1.ProvisionerClassName{rukpakv1alpha1.ProvisionerPlain, rukpakv1alpha1.ProvisionerRegistry,
+		rukpakv1alpha1.ProvisionerHelm, rukpakv1alpha1.ProvisionerKustomize} {
+		if r.Renderers[c] != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
