@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,13 +38,6 @@ var (
 
 // Option configures a Renderer.
 type Option func(*Renderer)
-
-// WithRESTMapper does nothing.
-//
-// Deprecated: the scope of kinds the bundle does not define is gathered before the render
-// (provisioner.Gatherer.Mapper; the controller uses its client's RESTMapper when it has no
-// Gatherer). Kept so that existing callers compile.
-func WithRESTMapper(meta.RESTMapper) Option { return func(*Renderer) {} }
 
 // New returns a plain Renderer.
 func New(opts ...Option) *Renderer {

@@ -74,7 +74,7 @@ func setup(s *crdtest.Suite) error {
 		EndpointReader: k8s,
 		Unpacker:       bundles,
 		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
-			rukpakv1alpha1.ProvisionerPlain: plain.New(plain.WithRESTMapper(mgr.GetRESTMapper())),
+			rukpakv1alpha1.ProvisionerPlain: plain.New(),
 		},
 		Engine: &apply.Engine{
 			Client:  k8s,
