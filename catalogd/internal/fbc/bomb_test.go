@@ -241,8 +241,8 @@ func TestMayHaveAliases(t *testing.T) {
 // the alias check costs them two byte scans per document and no second parse.
 func TestRealCatalogsHaveNoAliases(t *testing.T) {
 	root, ok := sharedtestdata.Root()
-	if !ok {
-		t.Skip("real test data is absent (set OLMV1_TESTDATA)")
+	if _, err := os.Stat(filepath.Join(root, "catalogs", "community-v4.20")); !ok || err != nil {
+		t.Skipf("real catalogs are absent under %q (set OLMV1_TESTDATA to the shared testdata folder)", root)
 	}
 	docs := 0
 	for _, dir := range []string{"catalogs/community-v4.20", "catalogs/community-v4.16"} {
