@@ -27,6 +27,11 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 		Previous:  bd.Status.ResolvedSource,
 	})
 	if err != nil {
+		if !source.IsRetryable(err) {
+			// Too large, an invalid source or content: only a change of the source (or a poll that
+			// finds it republished) can help, as for catalogd.
+			return step.Terminal(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err)
+		}
 		// After: a server that said when to come back (Retry-After) is asked again then.
 		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err).After(source.RetryAfterOf(err))
 	}

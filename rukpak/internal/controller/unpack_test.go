@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
@@ -43,14 +44,18 @@ func TestUnpackFailureRequeue(t *testing.T) {
 		Message: `registry r.test answered 503 Service Unavailable for image "r.test/b:v1"; will retry with backoff`}
 	limited := &source.Error{Kind: source.KindUnreachable, Reason: source.ReasonUnpackFailed, Retryable: true, RetryAfter: 7 * time.Second,
 		Message: `registry r.test answered 429 Too Many Requests for image "r.test/b:v1"; will retry in 7s, as the server asked (Retry-After)`}
+	tooLarge := &source.Error{Kind: source.KindTooLarge, Reason: source.ReasonUnpackFailed,
+		Message: `image "r.test/b:v1" is larger than the 1 MiB limit`}
 	for _, tc := range []struct {
 		name      string
 		err       *source.Error
 		wantErr   bool
 		wantAfter time.Duration
+		terminal  bool
 	}{
-		{"backoff", busy, true, 0},
-		{"Retry-After", limited, false, 7 * time.Second},
+		{"backoff", busy, true, 0, false},
+		{"Retry-After", limited, false, 7 * time.Second, false},
+		{"not retryable: terminal, no backoff", tooLarge, true, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -77,6 +82,8 @@ func TestUnpackFailureRequeue(t *testing.T) {
 				t.Errorf("Reconcile returned %v, want the unpack error (so that controller-runtime backs off)", err)
 			case !tc.wantErr && err != nil:
 				t.Errorf("Reconcile returned %v, want no error (a requeue after Retry-After)", err)
+			case errors.Is(err, reconcile.TerminalError(nil)) != tc.terminal:
+				t.Errorf("Reconcile returned %v: terminal %v, want %v", err, !tc.terminal, tc.terminal)
 			}
 			if res.RequeueAfter != tc.wantAfter {
 				t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, tc.wantAfter)
