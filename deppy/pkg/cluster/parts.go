@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 )
 
 // Reading parts of a catalog. A resolution needs the packages its Operators name and, transitively,
@@ -121,7 +126,11 @@ func (c *Cache) readPackages(ctx context.Context, pr PartReader, cat *Catalog, w
 			pkg = b.Meta.Name
 		}
 		if want[pkg] {
-			byPkg[pkg] = append(byPkg[pkg], b.Meta)
+			m, err := slim(b.Meta)
+			if err != nil {
+				return fmt.Errorf("catalog %q: %w", cat.Name, err)
+			}
+			byPkg[pkg] = append(byPkg[pkg], m)
 		}
 		return nil
 	})
@@ -159,7 +168,11 @@ func (c *Cache) servedAt(cat *Catalog, metas *[]*declcfg.Meta) func(ServedBlob) 
 			return err
 		}
 		if metas != nil {
-			*metas = append(*metas, b.Meta)
+			m, err := slim(b.Meta)
+			if err != nil {
+				return fmt.Errorf("catalog %q: %w", cat.Name, err)
+			}
+			*metas = append(*metas, m)
 		}
 		return nil
 	}
@@ -199,4 +212,54 @@ func (c *Cache) probe(ctx context.Context, pr PartReader, cat *Catalog, pkg stri
 			Read: fmt.Sprintf("no blob of package %q and none of the catalog", pkg)}
 	}
 	return nil
+}
+
+// slim drops from a bundle blob what resolution never reads, before it is parsed and kept: of its
+// olm.csv.metadata property (descriptions, examples, CRD descriptors: most of a community bundle's
+// bytes) only the suggested-namespace annotation stays. Parts are only used when no bundle of the
+// closure has a cel constraint (which could read any property); other blobs are kept as they are.
+func slim(m *declcfg.Meta) (*declcfg.Meta, error) {
+	if m.Schema != declcfg.SchemaBundle || !bytes.Contains(m.Blob, []byte(property.TypeCSVMetadata)) {
+		return m, nil
+	}
+	var blob map[string]json.RawMessage
+	if err := json.Unmarshal(m.Blob, &blob); err != nil {
+		return nil, fmt.Errorf("bundle %q: %w", m.Name, err)
+	}
+	var props []property.Property
+	if err := json.Unmarshal(blob["properties"], &props); err != nil {
+		return nil, fmt.Errorf("bundle %q: properties: %w", m.Name, err)
+	}
+	for i, p := range props {
+		if p.Type != property.TypeCSVMetadata {
+			continue
+		}
+		var md struct {
+			Annotations map[string]string `json:"annotations"`
+		}
+		if err := json.Unmarshal(p.Value, &md); err != nil {
+			return nil, fmt.Errorf("bundle %q: %s: %w", m.Name, p.Type, err)
+		}
+		kept := struct {
+			Annotations map[string]string `json:"annotations,omitempty"`
+		}{}
+		if ns, ok := md.Annotations[operators.AnnotationSuggestedNamespace]; ok {
+			kept.Annotations = map[string]string{operators.AnnotationSuggestedNamespace: ns}
+		}
+		raw, err := json.Marshal(kept)
+		if err != nil {
+			return nil, err
+		}
+		props[i].Value = raw
+	}
+	raw, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	blob["properties"] = raw
+	out, err := json.Marshal(blob)
+	if err != nil {
+		return nil, err
+	}
+	return &declcfg.Meta{Schema: m.Schema, Package: m.Package, Name: m.Name, Blob: out}, nil
 }
