@@ -27,31 +27,14 @@ type BlobReader interface {
 // DefaultPageSize is the number of blobs per CatalogMetadata list request when none is given.
 const DefaultPageSize = 500
 
-// ListPage lists one page of a catalog's CatalogMetadata with the field selector sel (spec.catalog=
-// <name>), at most limit blobs from the continue token cont, and returns the blobs and the next
-// token ("" after the last page).
-type ListPage func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error)
-
-// ReadPages lists every blob of the catalog name, page by page. An error names the catalog and what
-// to check.
-func ReadPages(ctx context.Context, name string, pageSize int64, list ListPage) ([]*declcfg.Meta, error) {
-	if pageSize <= 0 {
-		pageSize = DefaultPageSize
-	}
-	sel := fields.OneTermEqualSelector(FieldCatalog, name)
+// ReadAll lists every blob of the catalog name through pr, pageSize at a time (0: DefaultPageSize).
+func ReadAll(ctx context.Context, pr PartReader, name string, pageSize int64) ([]*declcfg.Meta, error) {
 	var metas []*declcfg.Meta
-	cont := ""
-	for {
-		page, next, err := list(ctx, sel, pageSize, cont)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %q: listing CatalogMetadata (is catalogd serving the metadata.catalogd.operatorframework.io API? check `kubectl get apiservices`): %w", name, err)
-		}
-		metas = append(metas, page...)
-		if next == "" {
-			return metas, nil
-		}
-		cont = next
-	}
+	err := pr.ReadPart(ctx, name, nil, pageSize, func(b ServedBlob) error {
+		metas = append(metas, b.Meta)
+		return nil
+	})
+	return metas, err
 }
 
 // ParseBlobs assembles a catalog's blobs into a DeclarativeConfig.
@@ -86,21 +69,7 @@ func (r *DynamicReader) ReadCatalog(ctx context.Context, name string) (*declcfg.
 
 // ReadBlobs lists every blob of the catalog.
 func (r *DynamicReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
-	return ReadPages(ctx, name, r.PageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error) {
-		list, err := r.Client.Resource(CatalogMetadataGVR).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: limit, Continue: cont})
-		if err != nil {
-			return nil, "", err
-		}
-		metas := make([]*declcfg.Meta, 0, len(list.Items))
-		for i := range list.Items {
-			m, err := metaFromUnstructured(&list.Items[i])
-			if err != nil {
-				return nil, "", err
-			}
-			metas = append(metas, m)
-		}
-		return metas, list.GetContinue(), nil
-	})
+	return ReadAll(ctx, r, name, r.PageSize)
 }
 
 // ReadPart lists the blobs of catalog that terms select (see PartReader).

@@ -35,7 +35,7 @@ var (
 )
 
 // MetadataReader reads a catalog's blobs from catalogd's CatalogMetadata API (list with the field
-// selector spec.catalog=<name>, paginated by cluster.ReadPages, as `deppy resolve --kubeconfig`
+// selector spec.catalog=<name>, paginated by cluster.ReadAll, as `deppy resolve --kubeconfig`
 // reads them) through a controller-runtime client and catalogd's typed CatalogMetadataList, which
 // keeps each blob's content as the raw JSON the API served.
 type MetadataReader struct {
@@ -57,21 +57,9 @@ func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg
 
 // ReadBlobs lists every blob of the catalog.
 func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
-	return cluster.ReadPages(ctx, name, r.PageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]*declcfg.Meta, string, error) {
-		list := &metadatav1alpha1.CatalogMetadataList{}
-		if err := r.Client.List(ctx, list, &client.ListOptions{FieldSelector: sel, Limit: limit, Continue: cont}); err != nil {
-			return nil, "", err
-		}
-		metas := make([]*declcfg.Meta, 0, len(list.Items))
-		for i := range list.Items {
-			s := &list.Items[i].Spec
-			metas = append(metas, &declcfg.Meta{Schema: s.Schema, Package: s.Package, Name: s.Name, Blob: s.Content.Raw})
-		}
-		return metas, list.Continue, nil
-	})
+	return cluster.ReadAll(ctx, r, name, r.PageSize)
 }
 
-// parseBlobs assembles a catalog's blobs into a DeclarativeConfig.
 // ReadPart lists the blobs of catalog that terms select (see cluster.PartReader), with the content
 // hash each was served from.
 func (r *MetadataReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(cluster.ServedBlob) error) error {
