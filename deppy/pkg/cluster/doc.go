@@ -13,6 +13,11 @@
 //     first checks that what was read is the content the status names (status.counts, and
 //     status.contentHash when the caller supplies catalogd's hash function): a catalogd replica that
 //     has not loaded a catalog yet answers an empty or older list without an error.
+//   - IndexFor reads only what resolving some packages needs, through a PartReader (field selectors
+//     spec.package, spec.schema): those packages and, transitively, the packages their bundles depend
+//     on (parts.go, closure.go). Each blob read must carry the catalog's status.contentHash in its
+//     catalogd.operatorframework.io/content-hash annotation. operator-controller resolves this way;
+//     `deppy resolve --kubeconfig` reads whole catalogs.
 //   - Operators (operators.operatorframework.io/v1alpha1) become operators.Requests (Requests);
 //     an Operator being deleted is not resolved, and one whose spec.catalogSelector is not a valid
 //     selector fails alone.
