@@ -129,7 +129,7 @@ func deleteResolutionOperators(ctx context.Context, b *testing.B) {
 			if err != nil {
 				return false, err
 			}
-			if countPrefixed(list.Items, "res-") > 0 {
+			if countPrefixed(list.Items, "res") > 0 { // names "res-<package>"
 				return false, nil
 			}
 		}
