@@ -17,7 +17,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/olmv1/olmv1/catalogd/internal/fbc"
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/catalogd/pkg/scaletestdata"
 )
 
 // BenchmarkCatalogStoreScale (`make bench BENCH=CatalogStoreScale`) measures catalogd's store path
@@ -184,7 +184,7 @@ func procStatusKiB(field string) uint64 {
 func largeCatalog(b *testing.B) string {
 	b.Helper()
 	root, dir := filepath.Dir(filepath.Dir(communityDir(b))), b.TempDir()
-	if err := sharedtestdata.LargeCatalog(root, dir); err != nil {
+	if err := scaletestdata.LargeCatalog(root, dir); err != nil {
 		b.Fatal(err)
 	}
 	return dir

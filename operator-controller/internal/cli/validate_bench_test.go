@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olmv1/olmv1/catalogd/pkg/scaletestdata"
 	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkCatalogValidateLarge(b *testing.B) {
 		b.Skip("bin/kubectl-olmv1 is not built (run `make build`)")
 	}
 	dir := b.TempDir()
-	if err := sharedtestdata.LargeCatalog(root, dir); err != nil {
+	if err := scaletestdata.LargeCatalog(root, dir); err != nil {
 		b.Fatal(err)
 	}
 	var peak int64

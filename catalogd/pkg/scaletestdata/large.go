@@ -1,4 +1,6 @@
-package sharedtestdata
+// Package scaletestdata builds the large catalogs of the scale benchmarks from the shared real test
+// data (rukpak/pkg/sharedtestdata locates it).
+package scaletestdata
 
 import (
 	"context"
