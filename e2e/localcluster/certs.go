@@ -1,19 +1,17 @@
 package localcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	// The certificate code of OLM v1; named olmpki here because pki is the type below.
+	olmpki "github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // pki is the set of credentials a control plane needs; every file lives in one directory.
@@ -40,138 +38,96 @@ const (
 	frontProxyUserName = "front-proxy-client"
 )
 
-type keyPair struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+	// backdate starts every certificate an hour early, for clock skew between processes.
+	backdate = time.Hour
+)
+
+// apiServerDNSNames and apiServerIPs are the names kube-apiserver is reached by: localhost and
+// 127.0.0.1 from this machine, the kubernetes Service's names and its cluster IP (the first address
+// of ServiceCIDR) in the cluster.
+var (
+	apiServerDNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	apiServerIPs      = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.96.0.1")}
+)
 
 // generatePKI creates a cluster CA with an apiserver serving certificate and an admin client
 // certificate, a front-proxy CA with the aggregation layer's client certificate, and the
-// service-account signing key pair.
+// service-account signing key pair. Every certificate has a P-256 ECDSA key, stored as SEC 1.
 func generatePKI(dir string) (pki, error) {
 	p := pki{dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return p, err
 	}
-	ca, err := newCA("olmv1-local-cluster-ca")
+	now := time.Now()
+	notBefore, caNotAfter, leafNotAfter := now.Add(-backdate), now.Add(caValidity), now.Add(leafValidity)
+	// Like kubeadm's, these CAs also allow keyEncipherment.
+	caRequest := func(cn string) olmpki.Request {
+		req := olmpki.CARequest(cn, notBefore, caNotAfter)
+		req.KeyUsage |= x509.KeyUsageKeyEncipherment
+		return req
+	}
+
+	ca, err := p.issue(caCert, caKey, caRequest("olmv1-local-cluster-ca"), nil)
 	if err != nil {
 		return p, err
 	}
-	if err := p.write(caCert, caKey, ca); err != nil {
+	serving := olmpki.ServingRequest(apiServerDNSNames, notBefore, leafNotAfter)
+	serving.Subject, serving.IPAddresses = pkix.Name{CommonName: "kube-apiserver"}, apiServerIPs
+	if _, err := p.issue(servingCert, servingKey, serving, ca); err != nil {
 		return p, err
 	}
-	serving, err := ca.issue(x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.96.0.1")},
-	})
+	admin := olmpki.ClientRequest(pkix.Name{CommonName: "olmv1-admin", Organization: []string{"system:masters"}}, notBefore, leafNotAfter)
+	if _, err := p.issue(adminCert, adminKey, admin, ca); err != nil {
+		return p, err
+	}
+	fpCA, err := p.issue(frontProxyCACert, frontProxyCAKey, caRequest("olmv1-local-front-proxy-ca"), nil)
 	if err != nil {
 		return p, err
 	}
-	if err := p.write(servingCert, servingKey, serving); err != nil {
-		return p, err
-	}
-	admin, err := ca.issue(x509.Certificate{
-		Subject:     pkix.Name{CommonName: "olmv1-admin", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	if err != nil {
-		return p, err
-	}
-	if err := p.write(adminCert, adminKey, admin); err != nil {
-		return p, err
-	}
-	fpCA, err := newCA("olmv1-local-front-proxy-ca")
-	if err != nil {
-		return p, err
-	}
-	if err := p.write(frontProxyCACert, frontProxyCAKey, fpCA); err != nil {
-		return p, err
-	}
-	fp, err := fpCA.issue(x509.Certificate{
-		Subject:     pkix.Name{CommonName: frontProxyUserName},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	if err != nil {
-		return p, err
-	}
-	if err := p.write(frontProxyCert, frontProxyKey, fp); err != nil {
+	fp := olmpki.ClientRequest(pkix.Name{CommonName: frontProxyUserName}, notBefore, leafNotAfter)
+	if _, err := p.issue(frontProxyCert, frontProxyKey, fp, fpCA); err != nil {
 		return p, err
 	}
 	return p, p.writeServiceAccountKeys()
 }
 
-func newCA(cn string) (keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// issue issues req, signed by parent (self-signed when nil), and writes the certificate to certName
+// and its key (SEC 1 EC PRIVATE KEY) to keyName.
+func (p pki) issue(certName, keyName string, req olmpki.Request, parent *olmpki.KeyPair) (*olmpki.KeyPair, error) {
+	pair, err := olmpki.Issue(req, parent)
 	if err != nil {
-		return keyPair{}, err
+		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	keyPEM, err := olmpki.EncodeECKey(pair.Key)
 	if err != nil {
-		return keyPair{}, err
+		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	return keyPair{cert: cert, key: key}, err
+	if err := os.WriteFile(p.path(certName), olmpki.EncodeCert(pair.Cert), 0o644); err != nil {
+		return nil, err
+	}
+	return pair, os.WriteFile(p.path(keyName), keyPEM, 0o600)
 }
 
-func (ca keyPair) issue(tmpl x509.Certificate) (keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return keyPair{}, err
-	}
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(365 * 24 * time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return keyPair{}, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	return keyPair{cert: cert, key: key}, err
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err))
-	}
-	return n
-}
-
-func (p pki) write(certName, keyName string, kp keyPair) error {
-	keyDER, err := x509.MarshalECPrivateKey(kp.key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(p.path(certName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: kp.cert.Raw}), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(p.path(keyName), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-}
-
-// writeServiceAccountKeys writes the RSA key pair kube-apiserver signs and verifies tokens with.
+// writeServiceAccountKeys writes the RSA key pair kube-apiserver signs and verifies tokens with:
+// the private key as PKCS#1, the public key as PKIX.
 func (p pki) writeServiceAccountKeys() error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	keyPEM, err := olmpki.EncodeRSAKey(key)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(p.path(serviceAccountKey), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+	pubPEM, err := olmpki.EncodePublicKey(key.Public())
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(p.path(serviceAccountPub), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+	if err := os.WriteFile(p.path(serviceAccountKey), keyPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(p.path(serviceAccountPub), pubPEM, 0o644)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/registryv1"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // Certificate providers for registry+v1 webhooks, as the CLI names them.
@@ -192,11 +193,11 @@ func newRenderer(prov rukpakv1alpha1.ProvisionerClassName, certProvider string) 
 		case OpenShiftServiceCA:
 			p = certs.NewOpenShiftServiceCA()
 		case SelfSigned:
-			certPEM, keyPEM, err := certs.GenerateCA("kubectl-olmv1 bundle render", time.Now(), 365*24*time.Hour)
+			certPEM, keyPEM, err := pki.GenerateCA("kubectl-olmv1 bundle render", time.Now(), 365*24*time.Hour)
 			if err != nil {
 				return nil, err
 			}
-			ca, err := certs.ParseCA(certPEM, keyPEM)
+			ca, err := pki.ParseCA(certPEM, keyPEM)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -15,6 +16,7 @@ const (
 	PKCS8KeyBlock    = "PRIVATE KEY"
 	ECKeyBlock       = "EC PRIVATE KEY"
 	PKCS1RSAKeyBlock = "RSA PRIVATE KEY"
+	PublicKeyBlock   = "PUBLIC KEY"
 )
 
 // EncodeCert returns c as a PEM CERTIFICATE block.
@@ -51,4 +53,23 @@ func EncodeECKey(k crypto.Signer) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: ECKeyBlock, Bytes: der}), nil
+}
+
+// EncodeRSAKey returns an RSA key as a PEM PKCS#1 RSA PRIVATE KEY block.
+func EncodeRSAKey(k crypto.Signer) ([]byte, error) {
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("an %s block holds an RSA key, not %T", PKCS1RSAKeyBlock, k)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: PKCS1RSAKeyBlock, Bytes: x509.MarshalPKCS1PrivateKey(rk)}), nil
+}
+
+// EncodePublicKey returns pub as a PEM PKIX PUBLIC KEY block (any key type), e.g. the key that
+// verifies what a private key signs, handed out without the private key.
+func EncodePublicKey(pub crypto.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: PublicKeyBlock, Bytes: der}), nil
 }

@@ -56,6 +56,31 @@ func ServingRequest(dnsNames []string, notBefore, notAfter time.Time) Request {
 	}
 }
 
+// ClientRequest is a TLS client certificate for subject, valid from notBefore to notAfter. The
+// Kubernetes API server reads the user name from the common name and the groups from the
+// organizations.
+func ClientRequest(subject pkix.Name, notBefore, notAfter time.Time) Request {
+	return Request{
+		Subject:     subject,
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+}
+
+// CARequest is a CA certificate named commonName, valid from notBefore to notAfter, that signs
+// certificates (key usages certSign and digitalSignature). Issue it with a nil parent for a root CA.
+func CARequest(commonName string, notBefore, notAfter time.Time) Request {
+	return Request{
+		Subject:   pkix.Name{CommonName: commonName},
+		NotBefore: notBefore,
+		NotAfter:  notAfter,
+		KeyUsage:  x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		IsCA:      true,
+	}
+}
+
 // Issue creates the certificate req describes, signed by parent, or by its own key when parent is nil
 // (self-signed).
 func Issue(req Request, parent *KeyPair) (*KeyPair, error) {
@@ -115,14 +140,9 @@ func GenerateCA(commonName string, notBefore time.Time, validity time.Duration) 
 	if err != nil {
 		return nil, nil, err
 	}
-	ca, err := Issue(Request{
-		Subject:   pkix.Name{CommonName: commonName},
-		NotBefore: notBefore,
-		NotAfter:  notBefore.Add(validity),
-		KeyUsage:  x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		IsCA:      true,
-		Key:       priv,
-	}, nil)
+	req := CARequest(commonName, notBefore, notBefore.Add(validity))
+	req.Key = priv
+	ca, err := Issue(req, nil)
 	if err != nil {
 		return nil, nil, err
 	}

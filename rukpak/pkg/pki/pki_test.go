@@ -90,19 +90,60 @@ func TestIssue(t *testing.T) {
 	if tc := self.TLSCertificate(); !bytes.Equal(tc.Certificate[0], self.Cert.Raw) || tc.PrivateKey != rsaKey {
 		t.Error("TLSCertificate does not carry the pair")
 	}
-	// A CA issued by Issue signs what Issue issues under it.
-	sub, err := Issue(Request{Subject: pkix.Name{CommonName: "sub"}, NotBefore: t0, NotAfter: t0.Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign}, &ca.KeyPair)
+}
+
+func TestCAAndClientRequests(t *testing.T) {
+	// A root CA from CARequest (P-256, as Issue defaults) signs a client certificate from ClientRequest.
+	root, err := Issue(CARequest("root", t0, t0.Add(24*time.Hour)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := Issue(Request{Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}}, NotBefore: t0, NotAfter: t0.Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, sub)
+	if c := root.Cert; !c.IsCA || !c.BasicConstraintsValid || c.KeyUsage != x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature ||
+		c.Subject.CommonName != "root" || !c.NotAfter.Equal(t0.Add(24*time.Hour)) || c.CheckSignatureFrom(c) != nil {
+		t.Errorf("root CA: CA %v, key usage %v, %v until %v", c.IsCA, c.KeyUsage, c.Subject, c.NotAfter)
+	}
+	// An intermediate under it signs too.
+	sub, err := Issue(CARequest("sub", t0, t0.Add(time.Hour)), root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := client.Cert.CheckSignatureFrom(sub.Cert); err != nil || client.Cert.Subject.Organization[0] != "system:masters" {
-		t.Errorf("client certificate: %v", err)
+	client, err := Issue(ClientRequest(pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}}, t0, t0.Add(time.Hour)), sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.Cert
+	if c.IsCA || c.Subject.CommonName != "admin" || len(c.Subject.Organization) != 1 || c.Subject.Organization[0] != "system:masters" ||
+		c.KeyUsage != x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment || len(c.DNSNames)+len(c.IPAddresses) != 0 {
+		t.Errorf("client certificate: CA %v, %v, key usage %v, SANs %v %v", c.IsCA, c.Subject, c.KeyUsage, c.DNSNames, c.IPAddresses)
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	roots.AddCert(root.Cert)
+	inter.AddCert(sub.Cert)
+	opts := x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: t0.Add(time.Minute), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if _, err := c.Verify(opts); err != nil {
+		t.Errorf("client certificate does not verify for client auth: %v", err)
+	}
+	opts.KeyUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	if _, err := c.Verify(opts); err == nil {
+		t.Error("a client certificate must not verify for server auth")
+	}
+	// A server certificate with IP addresses (ServingRequest plus IPs, another common name).
+	req := ServingRequest([]string{"localhost"}, t0, t0.Add(time.Hour))
+	req.Subject, req.IPAddresses = pkix.Name{CommonName: "kube-apiserver"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(127, 96, 0, 1)}
+	server, err := Issue(req, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = x509.VerifyOptions{Roots: roots, CurrentTime: t0.Add(time.Minute), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	for _, host := range []string{"localhost", "127.0.0.1", "127.96.0.1"} {
+		opts.DNSName = host
+		if _, err := server.Cert.Verify(opts); err != nil {
+			t.Errorf("server certificate for %s: %v", host, err)
+		}
+	}
+	opts.KeyUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if _, err := server.Cert.Verify(opts); err == nil {
+		t.Error("a server certificate must not verify for client auth")
 	}
 }
 
@@ -110,7 +151,8 @@ func TestParseCAKeyForms(t *testing.T) {
 	for name, key := range map[string]func() (crypto.Signer, []byte){
 		"PKCS#1 RSA (the chart's genCA)": func() (crypto.Signer, []byte) {
 			k, _ := rsa.GenerateKey(rand.Reader, 2048)
-			return k, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+			b, _ := EncodeRSAKey(k)
+			return k, b
 		},
 		"SEC 1 EC": func() (crypto.Signer, []byte) {
 			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -197,6 +239,47 @@ func TestParseKeyPair(t *testing.T) {
 	}
 	if _, err := EncodeECKey(ca.Key); err == nil {
 		t.Error("EncodeECKey must refuse an Ed25519 key")
+	}
+}
+
+func TestEncodeRSAAndPublicKeys(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := EncodeRSAKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, rest := pem.Decode(keyPEM); b == nil || b.Type != "RSA PRIVATE KEY" || len(rest) != 0 {
+		t.Fatalf("RSA key: want one PEM RSA PRIVATE KEY block")
+	} else if got, err := x509.ParsePKCS1PrivateKey(b.Bytes); err != nil || !got.Equal(k) {
+		t.Errorf("RSA key does not read back as PKCS#1: %v", err)
+	}
+	if got, _, err := parseKey(keyPEM); err != nil || !k.Equal(got) {
+		t.Errorf("parseKey does not read what EncodeRSAKey writes: %v", err)
+	}
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if _, err := EncodeRSAKey(ec); err == nil {
+		t.Error("EncodeRSAKey must refuse an ECDSA key")
+	}
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	for name, signer := range map[string]crypto.Signer{"RSA": k, "ECDSA": ec, "Ed25519": ed} {
+		pubPEM, err := EncodePublicKey(signer.Public())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, rest := pem.Decode(pubPEM)
+		if b == nil || b.Type != "PUBLIC KEY" || len(rest) != 0 {
+			t.Fatalf("%s: want one PEM PUBLIC KEY block", name)
+		}
+		pub, err := x509.ParsePKIXPublicKey(b.Bytes)
+		if err != nil || !signer.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(pub) {
+			t.Errorf("%s public key does not read back as PKIX: %v", name, err)
+		}
+	}
+	if _, err := EncodePublicKey("not a key"); err == nil {
+		t.Error("EncodePublicKey must refuse what is not a public key")
 	}
 }
 

@@ -12,15 +12,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
-func newCA(t *testing.T) *CA {
+func newCA(t *testing.T) *pki.CA {
 	t.Helper()
-	certPEM, keyPEM, err := GenerateCA("test-ca", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 90*24*time.Hour)
+	certPEM, keyPEM, err := pki.GenerateCA("test-ca", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 90*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := ParseCA(certPEM, keyPEM)
+	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,26 +97,8 @@ func TestSelfSignedServingCertificate(t *testing.T) {
 	}
 }
 
-func TestParseCAErrors(t *testing.T) {
-	certPEM, keyPEM, err := GenerateCA("x", time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, tc := range map[string]struct {
-		cert, key []byte
-		want      string
-	}{
-		"no cert":   {nil, keyPEM, "no PEM CERTIFICATE"},
-		"no key":    {certPEM, nil, "CA key: no PEM block"},
-		"key as CA": {keyPEM, keyPEM, "no PEM CERTIFICATE"},
-		"bad key":   {certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("junk")}), "CA key"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := ParseCA(tc.cert, tc.key); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
+// ParseCA's errors are tested in rukpak/pkg/pki.
+func TestSelfSignedWithoutCA(t *testing.T) {
 	if _, err := NewSelfSigned(nil).Objects(Service{Name: "s", Namespace: "n"}); err == nil {
 		t.Errorf("a provider without CA must fail")
 	}

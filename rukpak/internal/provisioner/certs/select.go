@@ -1,6 +1,10 @@
 package certs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+)
 
 // Provider names, as a rukpak flag would take them.
 const (
@@ -14,7 +18,7 @@ var Names = []string{SelfSignedName, CertManagerName, OpenShiftServiceCAName}
 
 // NewByName returns the provider a flag names. ca (and previous, during a rotation) is used by
 // self-signed only and is required for it; issuer by cert-manager only and may be nil.
-func NewByName(name string, ca *CA, previous []*CA, issuer *IssuerRef) (Provider, error) {
+func NewByName(name string, ca *pki.CA, previous []*pki.CA, issuer *IssuerRef) (Provider, error) {
 	switch name {
 	case SelfSignedName:
 		if ca == nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/big"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,30 +18,18 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
-// CA is the certificate authority the self-signed provider signs serving certificates with
-// (pki.ParseCA reads it).
-type CA = pki.CA
-
-// GenerateCA is pki.GenerateCA: a new Ed25519 CA as PEM. The controller stores it (the webhook CA
-// Secret, see CARotator) and rotates it before NotAfter; every serving certificate follows on the next
-// render.
-func GenerateCA(commonName string, notBefore time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	return pki.GenerateCA(commonName, notBefore, validity)
-}
-
-// ParseCA is pki.ParseCA.
-func ParseCA(certPEM, keyPEM []byte) (*CA, error) { return pki.ParseCA(certPEM, keyPEM) }
-
-// SelfSigned signs serving certificates with a CA it is given. Rendering stays a pure function: the
+// SelfSigned signs serving certificates with a CA it is given (pki.GenerateCA makes one, pki.ParseCA
+// reads it back; CARotator keeps rukpak's in the webhook CA Secret and rotates it before NotAfter, and
+// every serving certificate follows on the next render). Rendering stays a pure function: the
 // serving key is derived from the CA key and the Service name, and the certificate takes its validity
 // from the CA, so the same CA renders byte-identical Secrets (no churn on every reconcile). With an
-// Ed25519 CA (GenerateCA) signatures are deterministic too; other CA key types work but produce a new
+// Ed25519 CA (pki.GenerateCA) signatures are deterministic too; other CA key types work but produce a new
 // signature on every render. Rotation is the controller's job: it replaces the CA before it expires
 // (Rotate), and re-renders every bundle. SelfSigned is safe for concurrent use.
 type SelfSigned struct {
 	mu       sync.RWMutex
-	ca       *CA
-	previous []*CA
+	ca       *pki.CA
+	previous []*pki.CA
 	// unavailable says why there is no CA to sign with (see Unavailable).
 	unavailable error
 }
@@ -59,13 +46,13 @@ func (s *SelfSigned) Unavailable(err error) {
 // passes the CAs it replaced as previous: they stay in caBundle (and ca.crt) so that the API server
 // keeps trusting pods that still serve a certificate of the old CA until the kubelet refreshes their
 // Secret volume. Drop a previous CA once every serving certificate it signed has been replaced.
-func NewSelfSigned(ca *CA, previous ...*CA) *SelfSigned {
+func NewSelfSigned(ca *pki.CA, previous ...*pki.CA) *SelfSigned {
 	return &SelfSigned{ca: ca, previous: previous}
 }
 
 // Rotate makes s sign with ca from now on, trusting previous too (see NewSelfSigned). It reports
 // whether the signing CA changed.
-func (s *SelfSigned) Rotate(ca *CA, previous ...*CA) bool {
+func (s *SelfSigned) Rotate(ca *pki.CA, previous ...*pki.CA) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := s.ca == nil || ca == nil || !s.ca.Cert.Equal(ca.Cert)
@@ -74,14 +61,14 @@ func (s *SelfSigned) Rotate(ca *CA, previous ...*CA) bool {
 }
 
 // CA returns the CA s signs with.
-func (s *SelfSigned) CA() *CA {
+func (s *SelfSigned) CA() *pki.CA {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.ca
 }
 
 // snapshot returns the signing CA and the trust bundle as one consistent pair.
-func (s *SelfSigned) snapshot() (*CA, []byte, error) {
+func (s *SelfSigned) snapshot() (*pki.CA, []byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch {
@@ -153,7 +140,7 @@ func (s *SelfSigned) CAInjection(Service) (Injection, error) {
 
 // servingCert issues the serving certificate of svc, deterministically: its key is derived from the
 // CA key and the Service, its serial from the same seed, and its validity is the CA's.
-func servingCert(ca *CA, svc Service) (certPEM, keyPEM []byte, err error) {
+func servingCert(ca *pki.CA, svc Service) (certPEM, keyPEM []byte, err error) {
 	seed := sha256.New()
 	seed.Write(ca.KeyDER())
 	seed.Write(ca.Cert.Raw)

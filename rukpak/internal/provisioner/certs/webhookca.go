@@ -169,7 +169,7 @@ func (e *corruptCAError) Error() string {
 // replicas may call it at once; a create that finds the Secret already there, or an update whose
 // resourceVersion is stale, reads the Secret again and uses what the winner stored. A Secret that
 // does not hold a valid CA is a *corruptCAError and is left as it is.
-func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *CA, previous []*CA, rotated bool, err error) {
+func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *pki.CA, previous []*pki.CA, rotated bool, err error) {
 	for attempt := 1; ; attempt++ {
 		ca, previous, rotated, err = loadOrRotateCAOnce(ctx, secrets, now, validity)
 		if err == nil || attempt == caWriteAttempts || !(apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)) {
@@ -178,13 +178,13 @@ func loadOrRotateCA(ctx context.Context, secrets typedcorev1.SecretInterface, no
 	}
 }
 
-func loadOrRotateCAOnce(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *CA, previous []*CA, rotated bool, err error) {
+func loadOrRotateCAOnce(ctx context.Context, secrets typedcorev1.SecretInterface, now time.Time, validity time.Duration) (ca *pki.CA, previous []*pki.CA, rotated bool, err error) {
 	s, err := secrets.Get(ctx, WebhookCASecretName, metav1.GetOptions{})
 	found := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, nil, false, fmt.Errorf("reading the webhook CA Secret %s: %w", WebhookCASecretName, err)
 	}
-	var current *CA
+	var current *pki.CA
 	if found {
 		var perr error
 		if current, perr = pki.ParseCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); perr != nil {

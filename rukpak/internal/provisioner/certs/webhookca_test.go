@@ -239,7 +239,7 @@ func TestLoadOrRotateCARaceBetweenReplicas(t *testing.T) {
 			return false, nil, nil
 		}
 		conflicted = true
-		certPEM, keyPEM, err := GenerateCA("winner", later.Add(-time.Hour), WebhookCAValidity)
+		certPEM, keyPEM, err := pki.GenerateCA("winner", later.Add(-time.Hour), WebhookCAValidity)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,17 +14,17 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/provisionertest"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // testCA is one CA for the whole test run.
-var testCA = func() *certs.CA {
-	certPEM, keyPEM, err := certs.GenerateCA("rukpak-test-ca", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 365*24*time.Hour)
+var testCA = func() *pki.CA {
+	certPEM, keyPEM, err := pki.GenerateCA("rukpak-test-ca", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 365*24*time.Hour)
 	if err != nil {
 		panic(err)
 	}
-	ca, err := certs.ParseCA(certPEM, keyPEM)
+	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		panic(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/registryv1"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 const installNS = "operators"
@@ -71,11 +72,11 @@ func dryRunCreateWith(t *testing.T, cl client.Client, objs []client.Object) {
 
 func TestRegistryV1RealBundlesPassAPIServerValidation(t *testing.T) {
 	dir := bundlesDir(t)
-	certPEM, keyPEM, err := certs.GenerateCA("rukpak-integration", time.Now().Add(-time.Hour), 24*time.Hour)
+	certPEM, keyPEM, err := pki.GenerateCA("rukpak-integration", time.Now().Add(-time.Hour), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := certs.ParseCA(certPEM, keyPEM)
+	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

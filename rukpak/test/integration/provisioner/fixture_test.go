@@ -17,6 +17,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/registryv1"
+	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // fixtureDir is the registry+v1 unit tests' fixture bundle: two Deployments, permissions and
@@ -59,11 +60,11 @@ func fixtureWithConversion(t *testing.T) fs.FS {
 // several watched namespaces, webhooks limited by namespaceSelector, and a CRD whose conversion is a
 // webhook (the API server checks the conversion stanza against the CRD's versions).
 func TestFixtureBundleEveryModePassesAPIServerValidation(t *testing.T) {
-	certPEM, keyPEM, err := certs.GenerateCA("rukpak-integration", time.Now().Add(-time.Hour), 24*time.Hour)
+	certPEM, keyPEM, err := pki.GenerateCA("rukpak-integration", time.Now().Add(-time.Hour), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := certs.ParseCA(certPEM, keyPEM)
+	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
