@@ -183,10 +183,12 @@ func bundleAnnotations(b *resolve.Bundle) map[string]string {
 }
 
 // bundleMetadata is the identity of the bundle that BundleDeployment annotations (bundleAnnotations)
-// name, with its image: status.installedBundle from the BundleDeployment, status.resolvedBundle from
-// the annotations the resolved bundle's BundleDeployment gets. Nil when they name no bundle.
+// name, with its image: status.resolvedBundle from the annotations the resolved bundle's
+// BundleDeployment gets, status.installedBundle from those of the bundle installedBy finds. Only the
+// image is set when the annotations name no bundle (an installed image no catalog has); nil when
+// neither is known.
 func bundleMetadata(annotations map[string]string, image string) *operatorsv1alpha1.BundleMetadata {
-	if annotations[AnnotationBundleName] == "" {
+	if annotations[AnnotationBundleName] == "" && image == "" {
 		return nil
 	}
 	return &operatorsv1alpha1.BundleMetadata{

@@ -51,7 +51,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observe records op's state (forget removes a deleted Operator).
+// observe records op's state (forget removes a deleted Operator). Status read: the conditions
+// setStatus has just written, i.e. this reconcile's output, not an input of it.
 func (m *Metrics) observe(op *operatorsv1alpha1.Operator) {
 	state := StateNotInstalled
 	if apimeta.IsStatusConditionTrue(op.Status.Conditions, operatorsv1alpha1.TypeInstalled) {

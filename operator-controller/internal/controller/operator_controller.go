@@ -114,11 +114,15 @@ func (r *OperatorReconciler) getOperator(ctx context.Context, key types.Namespac
 }
 
 // resolution resolves op, whose BundleDeployment is bd, and starts the observations with the
-// outcome. Resolution that could not run fails Resolved (ResolutionFailed) and is looked at again
-// after retryResolution.
+// outcome and the bundles of op's package in the index it read (where the installed image is looked
+// up). Resolution that could not run fails Resolved (ResolutionFailed) and is looked at again after
+// retryResolution.
 func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) observations {
 	obs := observations{bd: bd}
-	outcome, err := r.resolve(ctx, op)
+	outcome, idx, err := r.resolve(ctx, op)
+	if idx != nil {
+		obs.packageBundles = idx.Bundles(op.Spec.PackageName)
+	}
 	if err != nil {
 		log.FromContext(ctx).Info("resolution could not run", "error", err.Error())
 		obs.resolveErr = step.Failed(operatorsv1alpha1.TypeResolved, operatorsv1alpha1.ReasonResolutionFailed, err).After(retryResolution(err))
@@ -180,6 +184,8 @@ func installFailed(err error) *step.Error {
 // reconcile), records an Event per condition transition (conditionEvents) and op's state in the
 // metrics.
 func (r *OperatorReconciler) patchStatus(ctx context.Context, before, op *operatorsv1alpha1.Operator) error {
+	// Status reads: the previous status against the one setStatus wrote, to patch only a change and
+	// to record an Event per condition transition (bookkeeping, never an input of what is written).
 	if !equality.Semantic.DeepEqual(before.Status, op.Status) {
 		if err := r.Client.Status().Patch(ctx, op, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
@@ -221,26 +227,27 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 	return bd, nil
 }
 
-// resolve resolves every Operator together and returns op's outcome. Results are reused while the
-// requests and the catalogs' content are unchanged.
+// resolve resolves every Operator together and returns op's outcome and the index it resolved
+// against (nil when none was read). Results are reused while the requests and the catalogs' content
+// are unchanged.
 //
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
 // for a state that is already gone.
-func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (resolve.Outcome, error) {
+func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (resolve.Outcome, *olm.Index, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ops := &operatorsv1alpha1.OperatorList{}
 	if err := r.Client.List(ctx, ops); err != nil {
-		return resolve.Outcome{}, fmt.Errorf("listing Operators: %w", err)
+		return resolve.Outcome{}, nil, fmt.Errorf("listing Operators: %w", err)
 	}
 	cats := &catalogdv1alpha1.CatalogList{}
 	if err := r.Client.List(ctx, cats); err != nil {
-		return resolve.Outcome{}, fmt.Errorf("listing Catalogs: %w", err)
+		return resolve.Outcome{}, nil, fmt.Errorf("listing Catalogs: %w", err)
 	}
 	bdList := &rukpakv1alpha1.BundleDeploymentList{}
 	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}); err != nil {
-		return resolve.Outcome{}, fmt.Errorf("listing BundleDeployments: %w", err)
+		return resolve.Outcome{}, nil, fmt.Errorf("listing BundleDeployments: %w", err)
 	}
 	bds := map[string]*rukpakv1alpha1.BundleDeployment{}
 	for i := range bdList.Items {
@@ -251,7 +258,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	reqs, invalid := requests(ops.Items, bds, cats.Items)
 	if msg, bad := invalid[op.Name]; bad {
-		return resolve.Outcome{Message: msg}, nil
+		return resolve.Outcome{Message: msg}, nil, nil
 	}
 	// Only the packages the requests name, and those their bundles depend on, are read.
 	roots := make([]string, 0, len(reqs))
@@ -260,7 +267,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	idx, _, err := r.Catalogs.IndexFor(ctx, cats.Items, roots)
 	if err != nil {
-		return resolve.Outcome{}, fmt.Errorf("reading catalog content: %w", err)
+		return resolve.Outcome{}, nil, fmt.Errorf("reading catalog content: %w", err)
 	}
 
 	key := fingerprint(reqs)
@@ -274,9 +281,9 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
-		return resolve.Outcome{}, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
+		return resolve.Outcome{}, idx, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
 	}
-	return o, nil
+	return o, idx, nil
 }
 
 // ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b. What the

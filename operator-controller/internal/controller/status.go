@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -15,17 +16,20 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
-// observations is what one reconcile learned; setStatus turns it into the Operator's status. Only
-// the previous conditions (for transition times and for keeping Deprecated and UpgradeAvailable when
-// nothing resolved) and the previous installedBundle (what stays installed while another bundle
-// fails) are read from the status itself; nothing in the status is an input of what is written to
-// the cluster.
+// observations is what one reconcile learned; setStatus turns it into the Operator's status. The
+// status is output only: the only reads of it are the previous conditions (transition times, the
+// Paused condition's "since", and keeping Deprecated and UpgradeAvailable when nothing resolved).
+// What is installed comes from the BundleDeployment (installedBy), never from
+// status.installedBundle.
 type observations struct {
 	// resolveErr is set when resolution could not run (e.g. a catalog could not be read): a
 	// Resolved failure.
 	resolveErr *step.Error
 	// outcome is the resolution result for this Operator (nil when resolution could not run).
 	outcome *resolve.Outcome
+	// packageBundles are the bundles of the Operator's package in the index the resolution read
+	// (nil when it could not run): where installedBy looks up the installed image.
+	packageBundles []*olm.Bundle
 	// bd is the Operator's BundleDeployment after this reconcile (nil when there is none).
 	bd *rukpakv1alpha1.BundleDeployment
 	// applyErr is set when the namespace, the BundleDeployment or the dependencies could not be
@@ -64,6 +68,7 @@ var conditionEvents = step.Policy{
 // setStatus computes every condition of op from obs, in one place.
 func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	gen := op.Generation
+	// SetStatusCondition keeps a condition's lastTransitionTime while its status does not change.
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		apimeta.SetStatusCondition(&op.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
@@ -71,24 +76,17 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	if obs.namespace != "" {
 		op.Status.InstallNamespace = obs.namespace
 	}
+	installed := installedBy(obs.bd, obs.packageBundles)
 
 	// Resolved.
 	var bundle *resolve.Bundle
 	switch {
 	case obs.resolveErr != nil:
-		msg := obs.resolveErr.Error()
-		if obs.bd != nil {
-			msg += fmt.Sprintf(" (the installed bundle %s stays installed)", obs.bd.Annotations[AnnotationBundleName])
-		}
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, msg)
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, obs.resolveErr.Error()+installed.staysInstalled())
 	case obs.outcome == nil:
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionUnknown, operatorsv1alpha1.ReasonResolutionPending, "resolution has not run yet")
 	case obs.outcome.Bundle == nil:
-		msg := obs.outcome.Message
-		if obs.bd != nil {
-			msg += fmt.Sprintf(" (the installed bundle %s stays installed)", obs.bd.Annotations[AnnotationBundleName])
-		}
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, msg)
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, obs.outcome.Message+installed.staysInstalled())
 	default:
 		bundle = obs.outcome.Bundle
 		op.Status.ResolvedBundle = bundleMetadata(bundleAnnotations(bundle), bundle.Image)
@@ -100,10 +98,10 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	}
 
 	setPaused(op, set)
-	setInstalled(op, obs, set)
+	setInstalled(op, obs, installed, set)
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
-	setUpgradeAvailable(op, obs.outcome, set)
+	setUpgradeAvailable(op, obs.outcome, installed, set)
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
@@ -121,44 +119,45 @@ func bdCondition(bd *rukpakv1alpha1.BundleDeployment, t string) *metav1.Conditio
 	return c
 }
 
-// setInstalled reports the BundleDeployment's installation. Whenever the BundleDeployment fails for
-// its current generation, Installed=False carries the BundleDeployment's own reason and message:
-// Installed=False from rukpak (ObjectConflict, InstallFailed, UpgradeFailed, ...) first, then
-// Unpacked=False (UnpackFailed, InvalidBundle, UnsupportedInstallMode, ...). InstallationPending is
-// kept for states that are only waiting.
-func setInstalled(op *operatorsv1alpha1.Operator, obs observations, set setFunc) {
+// setInstalled reports the BundleDeployment's installation and writes status.installedBundle from
+// what it has installed (left as it is only while the BundleDeployment's status does not say what
+// that is). Whenever the BundleDeployment fails for its current generation, Installed=False carries
+// the BundleDeployment's own reason and message: Installed=False from rukpak (ObjectConflict,
+// InstallFailed, UpgradeFailed, ...) first, then Unpacked=False (UnpackFailed, InvalidBundle,
+// UnsupportedInstallMode, ...). InstallationPending is kept for states that are only waiting.
+func setInstalled(op *operatorsv1alpha1.Operator, obs observations, installed installation, set setFunc) {
 	bd := obs.bd
+	if installed.state != installedUnknown {
+		op.Status.InstalledBundle = installed.bundle
+	}
 	switch {
 	case obs.applyErr != nil:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, obs.applyErr.Reason, obs.applyErr.Error())
 		return
 	case bd == nil && obs.pausedBeforeInstall:
-		op.Status.InstalledBundle = nil
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
 			"the Operator is paused (spec.paused) and nothing is installed yet: nothing is installed until it is resumed")
 		return
 	case bd == nil:
-		op.Status.InstalledBundle = nil
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending, "no bundle is installed yet (see the Resolved condition)")
 		return
 	}
-	installed, unpacked := bdCondition(bd, rukpakv1alpha1.TypeInstalled), bdCondition(bd, rukpakv1alpha1.TypeUnpacked)
+	installedCond, unpacked := bdCondition(bd, rukpakv1alpha1.TypeInstalled), bdCondition(bd, rukpakv1alpha1.TypeUnpacked)
 	switch {
-	case installed != nil && installed.Status == metav1.ConditionTrue:
-		op.Status.InstalledBundle = bundleMetadata(bd.Annotations, sourceImage(bd))
+	case installedCond != nil && installedCond.Status == metav1.ConditionTrue:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded,
 			fmt.Sprintf("bundle %s (version %s) is installed in namespace %q by BundleDeployment %q",
 				bd.Annotations[AnnotationBundleName], bd.Annotations[AnnotationBundleVersion], bd.Spec.InstallNamespace, bd.Name))
-	case failed(installed, rukpakv1alpha1.ReasonInstallPending):
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, installed.Reason, bdFailure(op, bd, installed))
+	case failed(installedCond, rukpakv1alpha1.ReasonInstallPending):
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, installedCond.Reason, bdFailure(bd, installed, installedCond))
 	case failed(unpacked, rukpakv1alpha1.ReasonUnpackPending):
-		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, unpacked.Reason, bdFailure(op, bd, unpacked))
-	case installed == nil:
+		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, unpacked.Reason, bdFailure(bd, installed, unpacked))
+	case installedCond == nil:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown,
 			fmt.Sprintf("waiting for BundleDeployment %q to report on bundle %s", bd.Name, bd.Annotations[AnnotationBundleName]))
 	default:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
-			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, installed.Message))
+			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, installedCond.Message))
 	}
 }
 
@@ -168,11 +167,12 @@ func failed(c *metav1.Condition, pending string) bool {
 }
 
 // bdFailure is the Installed message for a failing BundleDeployment condition c: its message, and
-// which bundle stays installed when an upgrade failed.
-func bdFailure(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, c *metav1.Condition) string {
+// which bundle stays installed when an upgrade failed (installed is not the bundle bd names). What
+// rukpak could not say (installedUnknown) is left to its own message ("revision 1 stays installed").
+func bdFailure(bd *rukpakv1alpha1.BundleDeployment, installed installation, c *metav1.Condition) string {
 	msg := fmt.Sprintf("BundleDeployment %q: %s", bd.Name, c.Message)
-	if ib := op.Status.InstalledBundle; ib != nil && ib.Name != bd.Annotations[AnnotationBundleName] {
-		msg += fmt.Sprintf(" (bundle %s, version %s, stays installed)", ib.Name, ib.Version)
+	if installed.state != installedUnknown && !installed.is(bd.Annotations[AnnotationBundleName]) {
+		msg += installed.staysInstalled()
 	}
 	return msg
 }
@@ -200,6 +200,7 @@ func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeploym
 // previous condition is kept.
 func setDeprecated(op *operatorsv1alpha1.Operator, b *resolve.Bundle, set setFunc) {
 	if b == nil {
+		// Status read: the previous Deprecated condition is kept while nothing resolves.
 		if apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeDeprecated) == nil {
 			set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotDeprecated, "no bundle is resolved")
 		}
@@ -227,7 +228,9 @@ func setDeprecated(op *operatorsv1alpha1.Operator, b *resolve.Bundle, set setFun
 	set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "))
 }
 
-func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, set setFunc) {
+// setUpgradeAvailable reports, for upgradePolicy Manual, an upgrade awaiting approval, one approved
+// and being installed (installed is not known to be at the resolved version yet), or none.
+func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, installed installation, set setFunc) {
 	if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
 			"upgradePolicy is Automatic: upgrades are installed as soon as they resolve")
@@ -239,14 +242,14 @@ func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, set
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeAwaitingApproval,
 			fmt.Sprintf("version %s (bundle %s from catalog %q) is available; approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
 				a.Version, a.Name, a.Catalog, op.Name, a.Version))
-	case o != nil && o.Bundle != nil && op.Spec.ApprovedVersion != "" && op.Status.InstalledBundle != nil &&
-		op.Status.InstalledBundle.Version != o.Bundle.Version:
+	case o != nil && o.Bundle != nil && op.Spec.ApprovedVersion != "" && installed.something() && !installed.hasVersion(o.Bundle.Version):
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeApproved,
 			fmt.Sprintf("version %s is approved and being installed", o.Bundle.Version))
 	case o != nil && o.Bundle != nil:
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
 			fmt.Sprintf("version %s is the best resolvable version", o.Bundle.Version))
 	default:
+		// Status read: the previous UpgradeAvailable condition is kept while nothing resolves.
 		if apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable) == nil {
 			set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate, "no bundle is resolved")
 		}
@@ -260,6 +263,7 @@ func setPaused(op *operatorsv1alpha1.Operator, set setFunc) {
 			"spec.paused is false: the Operator follows its spec and the catalogs")
 		return
 	}
+	// Status read: the Paused condition's lastTransitionTime is when the pause began.
 	since := paused.Format(paused.Since(op.Status.Conditions, time.Now()))
 	set(operatorsv1alpha1.TypePaused, metav1.ConditionTrue, operatorsv1alpha1.ReasonPaused,
 		fmt.Sprintf("paused since %s: the Operator stays on its installed bundle and its BundleDeployment is paused until spec.paused is false", since))

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -129,7 +131,8 @@ func TestSetStatus(t *testing.T) {
 		t.Errorf("Healthy %+v", cond(op, operatorsv1alpha1.TypeHealthy))
 	}
 
-	// rukpak has not seen the new generation yet: the installed bundle stays, Installed is Unknown.
+	// rukpak has not seen the new generation yet and recorded no history: installedBundle is left as
+	// written above, Installed is Unknown.
 	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}, bd: bd(1, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)})
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionUnknown || op.Status.InstalledBundle == nil {
 		t.Errorf("stale BundleDeployment: Installed %+v, installedBundle %+v", c, op.Status.InstalledBundle)
@@ -138,13 +141,23 @@ func TestSetStatus(t *testing.T) {
 		t.Errorf("stale Healthy %+v", cond(op, operatorsv1alpha1.TypeHealthy))
 	}
 
-	// Failing installation and failing resolution.
-	setStatus(op, observations{outcome: &resolve.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: bd(2, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallFailed)})
+	// Failing installation and failing resolution. Revision 1 is the digest the spec's tag resolved to
+	// for this generation: the bundle the annotations name stays installed.
+	failing := bd(2, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallFailed)
+	failing.Status.InstalledRevision = 1
+	failing.Status.History = []rukpakv1alpha1.BundleDeploymentRevision{{Revision: 1, ResolvedSource: resolvedImage(digestRef("r/p", '1'))}}
+	failing.Status.ResolvedSource = resolvedImage(digestRef("r/p", '1'))
+	failing.Status.Conditions = append(failing.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypeUnpacked, Status: metav1.ConditionTrue,
+		Reason: rukpakv1alpha1.ReasonUnpackSucceeded, ObservedGeneration: 2})
+	setStatus(op, observations{outcome: &resolve.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: failing})
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionFalse || c.Reason != rukpakv1alpha1.ReasonInstallFailed || c.Message != `BundleDeployment "op": m` {
 		t.Errorf("Installed %+v", c)
 	}
-	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "p.v1 stays installed") {
+	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.HasSuffix(c.Message, "x (bundle p.v1 stays installed, version 1.0.0)") {
 		t.Errorf("Resolved %+v", c)
+	}
+	if ib := op.Status.InstalledBundle; ib == nil || ib.Name != "p.v1" || ib.Source != "r/p:1" {
+		t.Errorf("installedBundle %+v", ib)
 	}
 	if op.Status.ResolvedBundle == nil || op.Status.ResolvedBundle.Name != "p.v1" {
 		t.Errorf("resolvedBundle must keep the last successful resolution: %+v", op.Status.ResolvedBundle)
@@ -188,62 +201,86 @@ func TestSetInstalledMirrorsBundleDeployment(t *testing.T) {
 		tr   = metav1.ConditionTrue
 		unk  = metav1.ConditionUnknown
 	)
+	v0, removed := digestRef("r/p", '0'), digestRef("r/removed", '9')
+	catalog := []*olm.Bundle{
+		{Catalog: "c", Package: "p", Name: "p.v1", VersionString: "1.0.0", Image: digestRef("r/p", '1')},
+		{Catalog: "c", Package: "p", Name: "p.v0", VersionString: "0.9.0", Image: v0},
+	}
 	conflict := `Deployment "ns/example-operator" exists and is not managed by OLM: set collisionPolicy IfNoController to adopt it`
 	for _, tc := range []struct {
 		name       string
 		conditions []metav1.Condition
-		installed  *operatorsv1alpha1.BundleMetadata // the Operator's installedBundle before
+		revision1  string // the image status.history records for the installed revision 1 ("": nothing installed)
 		want       metav1.ConditionStatus
 		reason     string
 		msg        string
 	}{
 		{"object conflict", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
 			c(inst, f, rukpakv1alpha1.ReasonObjectConflict, conflict, 2)},
-			nil, f, rukpakv1alpha1.ReasonObjectConflict, `BundleDeployment "op": ` + conflict},
+			"", f, rukpakv1alpha1.ReasonObjectConflict, `BundleDeployment "op": ` + conflict},
 		{"install failed", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
 			c(inst, f, rukpakv1alpha1.ReasonInstallFailed, "boom", 2)},
-			nil, f, rukpakv1alpha1.ReasonInstallFailed, `BundleDeployment "op": boom`},
+			"", f, rukpakv1alpha1.ReasonInstallFailed, `BundleDeployment "op": boom`},
 		{"upgrade failed: the previous bundle stays", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
 			c(inst, f, rukpakv1alpha1.ReasonUpgradeFailed, "no", 2)},
-			&operatorsv1alpha1.BundleMetadata{Name: "p.v0", Version: "0.9.0"}, f, rukpakv1alpha1.ReasonUpgradeFailed,
-			`BundleDeployment "op": no (bundle p.v0, version 0.9.0, stays installed)`},
+			v0, f, rukpakv1alpha1.ReasonUpgradeFailed,
+			`BundleDeployment "op": no (bundle p.v0 stays installed, version 0.9.0)`},
 		{"a reason rukpak adds later is passed through", []metav1.Condition{c(inst, f, "UpgradeBlocked", "paused", 2)},
-			nil, f, "UpgradeBlocked", `BundleDeployment "op": paused`},
+			"", f, "UpgradeBlocked", `BundleDeployment "op": paused`},
 		{"unpack failed", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonUnpackFailed, `image "r/p:1" not found`, 2),
 			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered", 2)},
-			nil, f, rukpakv1alpha1.ReasonUnpackFailed, `BundleDeployment "op": image "r/p:1" not found`},
+			"", f, rukpakv1alpha1.ReasonUnpackFailed, `BundleDeployment "op": image "r/p:1" not found`},
 		{"invalid bundle while an older generation is installed", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonInvalidBundle, "no CSV", 2),
 			c(inst, tr, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 1 is installed", 1)},
-			&operatorsv1alpha1.BundleMetadata{Name: "p.v0", Version: "0.9.0"}, f, rukpakv1alpha1.ReasonInvalidBundle,
-			`BundleDeployment "op": no CSV (bundle p.v0, version 0.9.0, stays installed)`},
+			v0, f, rukpakv1alpha1.ReasonInvalidBundle,
+			`BundleDeployment "op": no CSV (bundle p.v0 stays installed, version 0.9.0)`},
+		{"upgrade failed and the installed image is in no catalog", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
+			c(inst, f, rukpakv1alpha1.ReasonUpgradeFailed, "no", 2)},
+			removed, f, rukpakv1alpha1.ReasonUpgradeFailed,
+			`BundleDeployment "op": no (the bundle at ` + removed + ` stays installed)`},
 		{"unsupported install mode", []metav1.Condition{c(unp, f, "UnsupportedInstallMode", "MultiNamespace is not supported", 2),
 			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "pending", 2)},
-			nil, f, "UnsupportedInstallMode", `BundleDeployment "op": MultiNamespace is not supported`},
+			"", f, "UnsupportedInstallMode", `BundleDeployment "op": MultiNamespace is not supported`},
 		{"unpacking", []metav1.Condition{c(unp, unk, rukpakv1alpha1.ReasonUnpackPending, "waiting", 2),
 			c(inst, f, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered", 2)},
-			nil, f, operatorsv1alpha1.ReasonInstallationPending, `BundleDeployment "op": nothing is installed until the bundle is unpacked and rendered`},
+			"", f, operatorsv1alpha1.ReasonInstallationPending, `BundleDeployment "op": nothing is installed until the bundle is unpacked and rendered`},
 		{"failures of an older generation are not reported", []metav1.Condition{c(unp, f, rukpakv1alpha1.ReasonUnpackFailed, "old", 1),
 			c(inst, f, rukpakv1alpha1.ReasonObjectConflict, "old", 1)},
-			nil, unk, operatorsv1alpha1.ReasonInstallationStatusUnknown, `waiting for BundleDeployment "op" to report on bundle p.v1`},
+			"", unk, operatorsv1alpha1.ReasonInstallationStatusUnknown, `waiting for BundleDeployment "op" to report on bundle p.v1`},
 		{"installed", []metav1.Condition{c(unp, tr, rukpakv1alpha1.ReasonUnpackSucceeded, "unpacked", 2),
 			c(inst, tr, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 2 is installed", 2)},
-			nil, tr, operatorsv1alpha1.ReasonInstallationSucceeded, `bundle p.v1 (version 1.0.0) is installed in namespace "ns" by BundleDeployment "op"`},
+			"", tr, operatorsv1alpha1.ReasonInstallationSucceeded, `bundle p.v1 (version 1.0.0) is installed in namespace "ns" by BundleDeployment "op"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bd := &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 2, Annotations: map[string]string{
 				AnnotationBundleName: "p.v1", AnnotationBundleVersion: "1.0.0"}}}
 			bd.Spec.InstallNamespace = "ns"
+			bd.Spec.Source.Image = &rukpakv1alpha1.ImageSource{Ref: digestRef("r/p", '1')}
 			bd.Status.Conditions = tc.conditions
+			if tc.revision1 != "" {
+				bd.Status.InstalledRevision = 1
+				bd.Status.History = []rukpakv1alpha1.BundleDeploymentRevision{{Revision: 1, ResolvedSource: resolvedImage(tc.revision1)}}
+			}
+			// status.installedBundle is output only: garbage there changes nothing.
 			op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 5}}
-			op.Status.InstalledBundle = tc.installed
-			setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Version: "1.0.0"}}, bd: bd})
+			op.Status.InstalledBundle = &operatorsv1alpha1.BundleMetadata{Name: "p.v1", Version: "1.0.0", Source: "garbage"}
+			setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Version: "1.0.0"}}, bd: bd, packageBundles: catalog})
 			got := cond(op, operatorsv1alpha1.TypeInstalled)
 			if got.Status != tc.want || got.Reason != tc.reason || got.Message != tc.msg || got.ObservedGeneration != 5 {
 				t.Errorf("Installed = %s %s %q (generation %d); want %s %s %q (generation 5)",
 					got.Status, got.Reason, got.Message, got.ObservedGeneration, tc.want, tc.reason, tc.msg)
 			}
-			if tc.installed != nil && op.Status.InstalledBundle != tc.installed {
-				t.Errorf("installedBundle changed to %+v while the new bundle failed", op.Status.InstalledBundle)
+			var want *operatorsv1alpha1.BundleMetadata
+			switch {
+			case tc.revision1 == v0:
+				want = &operatorsv1alpha1.BundleMetadata{Name: "p.v0", Version: "0.9.0", Catalog: "c", Source: v0}
+			case tc.revision1 == removed:
+				want = &operatorsv1alpha1.BundleMetadata{Source: removed}
+			case tc.want == tr:
+				want = &operatorsv1alpha1.BundleMetadata{Name: "p.v1", Version: "1.0.0", Source: digestRef("r/p", '1')}
+			}
+			if !equality.Semantic.DeepEqual(op.Status.InstalledBundle, want) {
+				t.Errorf("installedBundle %+v; want %+v", op.Status.InstalledBundle, want)
 			}
 		})
 	}
