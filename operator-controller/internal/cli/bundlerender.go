@@ -14,6 +14,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlerender"
+	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
 )
 
 // newBundleRenderCommand is `bundle render`: the objects rukpak would apply for a bundle.
@@ -101,6 +102,9 @@ func renderBundleConfig(watchNamespaces []string, path, deploymentConfig, values
 		if err != nil {
 			return nil, err
 		}
+		if err := yamlalias.CheckFile(data); err != nil {
+			return nil, fmt.Errorf("--deployment-config %s: %w", deploymentConfig, err)
+		}
 		cfg.DeploymentConfig = &rukpakv1alpha1.DeploymentConfig{}
 		if err := yaml.UnmarshalStrict(data, cfg.DeploymentConfig); err != nil {
 			return nil, fmt.Errorf("--deployment-config %s: %w (it holds a BundleDeployment's spec.config.deploymentConfig: env, resources, nodeSelector, tolerations, affinity, ...)", deploymentConfig, err)
@@ -110,6 +114,9 @@ func renderBundleConfig(watchNamespaces []string, path, deploymentConfig, values
 		data, err := os.ReadFile(valuesFile)
 		if err != nil {
 			return nil, err
+		}
+		if err := yamlalias.CheckFile(data); err != nil {
+			return nil, fmt.Errorf("--values %s: %w", valuesFile, err)
 		}
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
@@ -158,7 +165,7 @@ func suggestedNamespace(dir string) string {
 				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		}
-		if data, err := os.ReadFile(filepath.Join(dir, "manifests", e.Name())); err == nil && yaml.Unmarshal(data, &csv) == nil {
+		if data, err := os.ReadFile(filepath.Join(dir, "manifests", e.Name())); err == nil && yamlalias.CheckFile(data) == nil && yaml.Unmarshal(data, &csv) == nil {
 			if ns := csv.Metadata.Annotations["operatorframework.io/suggested-namespace"]; ns != "" {
 				return ns
 			}
@@ -167,7 +174,7 @@ func suggestedNamespace(dir string) string {
 	var ann struct {
 		Annotations map[string]string `json:"annotations"`
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml")); err == nil && yaml.Unmarshal(data, &ann) == nil {
+	if data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml")); err == nil && yamlalias.CheckFile(data) == nil && yaml.Unmarshal(data, &ann) == nil {
 		if pkg := ann.Annotations["operators.operatorframework.io.bundle.package.v1"]; pkg != "" {
 			return pkg
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/fbcedit"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
 )
 
 func newCatalogInitCommand(o *options) *cobra.Command {
@@ -121,6 +122,13 @@ func loadPackageFile(ctx context.Context, dir, pkg string) (string, *declcfg.Dec
 	if file == "" {
 		return filepath.Join(pkg, "catalog.yaml"), &declcfg.DeclarativeConfig{}, nil
 	}
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := yamlalias.CheckFile(data); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
+	}
 	cfg, err := declcfg.LoadFile(os.DirFS(dir), filepath.ToSlash(file))
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
@@ -189,9 +197,30 @@ func readBundleArg(ctx context.Context, src, image string, insecure bool) (*fbce
 
 // findPackageFile returns the file of dir (relative) that holds the blobs of pkg, "" when none does.
 // A package whose blobs are spread over several files is an error: add-bundle edits one file.
+// checkAliases refuses a catalog directory with a YAML alias bomb in any file before operator-registry's
+// walker (which does not guard against them) decodes it.
+func checkAliases(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := yamlalias.CheckFile(data); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	})
+}
+
 func findPackageFile(ctx context.Context, dir, pkg string) (string, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return "", nil
+	}
+	if err := checkAliases(dir); err != nil {
+		return "", err
 	}
 	var mu sync.Mutex
 	files := map[string]bool{}
@@ -323,6 +352,9 @@ func readSemverTemplate(path string) (*fbcedit.SemverTemplate, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if err := yamlalias.CheckFile(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	t := &fbcedit.SemverTemplate{}
 	if err := yaml.Unmarshal(data, t); err != nil {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
 )
 
 // Bundle is what a catalog needs to know about a registry+v1 bundle.
@@ -58,6 +60,9 @@ func ReadBundle(content fs.FS) (*Bundle, error) {
 			return nil, fmt.Errorf("%s not found: a catalog entry needs a registry+v1 bundle (manifests/ and metadata/annotations.yaml)", annotationsFile)
 		}
 		return nil, err
+	}
+	if err := yamlalias.CheckFile(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", annotationsFile, err)
 	}
 	var ann struct {
 		Annotations map[string]string `json:"annotations"`
@@ -138,6 +143,9 @@ func readCSV(content fs.FS, dir string) (*operatorsv1alpha1.ClusterServiceVersio
 		if err != nil {
 			return err
 		}
+		if err := yamlalias.CheckFile(data); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
 		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
 		for {
 			var u unstructured.Unstructured
@@ -184,6 +192,9 @@ func readDependencies(content fs.FS) ([]property.Property, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := yamlalias.CheckFile(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", depsFile, err)
+	}
 	var doc struct {
 		Dependencies []struct {
 			Type  string         `json:"type"`
@@ -226,6 +237,9 @@ func readProperties(content fs.FS, b *Bundle) ([]property.Property, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := yamlalias.CheckFile(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", propertiesFile, err)
 	}
 	var doc struct {
 		Properties []struct {
