@@ -139,6 +139,9 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	for _, d := range store.Dropped {
+		ctrl.Log.WithName("catalogd").Error(nil, "damaged stored content removed; the catalog is unpacked again", "content", d)
+	}
 	srv := &serve.Server{
 		Addr:     f.httpBindAddress,
 		CertFile: f.tlsCertFile,

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,9 @@ type Event struct {
 // Store is the on-disk content store. It is safe for concurrent use.
 type Store struct {
 	root string
+	// Dropped says, for each catalog whose stored content New found damaged and removed, what was
+	// wrong (the caller logs it); that catalog is unpacked again.
+	Dropped []string
 
 	mu       sync.RWMutex
 	contents map[string]*Content
@@ -120,7 +124,13 @@ func New(root string) (*Store, error) {
 		removeExcept(catDir, target)
 		c, err := loadContent(filepath.Join(root, d.Name(), target))
 		if err != nil {
-			return nil, fmt.Errorf("loading the stored content of catalog %q: %w (remove %s to start afresh)", d.Name(), err, filepath.Join(root, d.Name()))
+			// Damaged content (a crash in an older catalogd's Delete, a disk error) is not served:
+			// it is removed, and the catalog is unpacked again like one never stored.
+			s.Dropped = append(s.Dropped, fmt.Sprintf("catalog %q: %v", d.Name(), err))
+			if rmErr := os.RemoveAll(catDir); rmErr != nil {
+				return nil, fmt.Errorf("removing the damaged stored content of catalog %q: %w (remove %s by hand)", d.Name(), rmErr, catDir)
+			}
+			continue
 		}
 		s.contents[d.Name()] = c
 	}
@@ -238,7 +248,13 @@ func (s *Store) Delete(catalog string) error {
 	if err := validName(catalog); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(s.root, catalog)); err != nil {
+	// Unpublish first: a crash in the middle of RemoveAll must not leave the current link pointing
+	// at a half-removed content directory.
+	catDir := filepath.Join(s.root, catalog)
+	if err := os.Remove(filepath.Join(catDir, currentLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the stored content of catalog %q: %w", catalog, err)
+	}
+	if err := os.RemoveAll(catDir); err != nil {
 		return fmt.Errorf("removing the stored content of catalog %q: %w", catalog, err)
 	}
 	s.mu.Lock()

@@ -229,3 +229,45 @@ func TestTempDirIsNotACatalog(t *testing.T) {
 		t.Errorf("the store serves %d catalogs, want none", len(s.List()))
 	}
 }
+
+// TestNewDropsDamagedContent: content whose current link points at a half-removed directory (a
+// catalogd killed in the middle of an older Delete, as the ha e2e spec did) is removed and reported
+// in Dropped instead of stopping catalogd; the other catalogs are still served.
+func TestNewDropsDamagedContent(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := s.Put("good", catalog(t, "0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := s.Put("bad", catalog(t, "0.2.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "bad", strings.TrimPrefix(bad.Hash, "sha256:"), indexFile)); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(root)
+	if err != nil {
+		t.Fatalf("a damaged catalog stopped the store: %v", err)
+	}
+	if got, ok := s2.Get("good"); !ok || got.Hash != good.Hash {
+		t.Fatalf("good catalog after restart: %+v %v", got, ok)
+	}
+	if _, ok := s2.Get("bad"); ok {
+		t.Fatal("damaged content is served")
+	}
+	if len(s2.Dropped) != 1 || !strings.Contains(s2.Dropped[0], `catalog "bad"`) || !strings.Contains(s2.Dropped[0], indexFile) {
+		t.Fatalf("Dropped = %v", s2.Dropped)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bad")); !os.IsNotExist(err) {
+		t.Errorf("damaged catalog directory remains: %v", err)
+	}
+	// The catalog can be stored again.
+	if _, err := s2.Put("bad", catalog(t, "0.2.0")); err != nil {
+		t.Fatal(err)
+	}
+}
