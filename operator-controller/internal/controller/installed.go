@@ -53,10 +53,12 @@ type installation struct {
 //   - Installed=True for bd's current generation: the bundle bd's annotations name (rukpak installed
 //     the spec's content);
 //   - the image of the installed revision's history entry, when it is the spec's image (the spec
-//     names that digest, or the spec's source resolved to it for the current generation): the
-//     bundle the annotations name, which also says from which catalog it was resolved;
-//   - otherwise the bundle of catalog with that image, or only the image when none has it (e.g. it
-//     was removed from its catalog);
+//     names that digest, the spec's source resolved to it for the current generation, or the
+//     revision was unpacked from the reference the spec names, e.g. while paused): the bundle the
+//     annotations name, which also says from which catalog it was resolved;
+//   - otherwise the bundle of catalog with that image (by digest, or by the reference it was
+//     unpacked from: catalogs name bundles by tag), or only the image when none has it (e.g. it was
+//     removed from its catalog);
 //   - installedUnknown when rukpak says a revision is installed without saying which image.
 func installedBy(bd *rukpakv1alpha1.BundleDeployment, catalog []*olm.Bundle) installation {
 	if bd == nil {
@@ -74,12 +76,16 @@ func installedBy(bd *rukpakv1alpha1.BundleDeployment, catalog []*olm.Bundle) ins
 	if c := bdCondition(bd, rukpakv1alpha1.TypeInstalled); c != nil && c.Status == metav1.ConditionTrue {
 		return fromSpec()
 	}
-	ref := installedImage(bd)
+	ref, requested := installedImage(bd)
 	switch {
-	case ref != "" && specResolvesTo(bd, ref):
+	case ref != "" && (specResolvesTo(bd, ref) || (requested != "" && requested == sourceImage(bd))):
 		return fromSpec()
 	case ref != "":
-		if b := bundleWithImage(catalog, ref, bd.Annotations[AnnotationCatalog]); b != nil {
+		b := bundleWithImage(catalog, ref, bd.Annotations[AnnotationCatalog])
+		if b == nil && requested != "" {
+			b = bundleWithImage(catalog, requested, bd.Annotations[AnnotationCatalog])
+		}
+		if b != nil {
 			in.state = installedBundleKnown
 			in.bundle = bundleMetadata(bundleAnnotations(&resolve.Bundle{Name: b.Name, Package: b.Package, Version: b.VersionString, Catalog: b.Catalog}), b.Image)
 			return in
@@ -93,22 +99,24 @@ func installedBy(bd *rukpakv1alpha1.BundleDeployment, catalog []*olm.Bundle) ins
 	return in
 }
 
-// installedImage is the image of bd's installed revision as its status.history records it ("" when
-// nothing is installed, or the history does not show that revision or its image).
-func installedImage(bd *rukpakv1alpha1.BundleDeployment) string {
+// installedImage is the image of bd's installed revision as its status.history records it: the
+// digest reference, and the reference the spec named when it was unpacked (a tag; "" when rukpak
+// did not record it). Both are "" when nothing is installed, or the history does not show that
+// revision or its image.
+func installedImage(bd *rukpakv1alpha1.BundleDeployment) (ref, requested string) {
 	rev := bd.Status.InstalledRevision
 	if rev == 0 {
-		return ""
+		return "", ""
 	}
 	for _, h := range bd.Status.History {
 		if h.Revision == rev {
 			if h.ResolvedSource == nil || h.ResolvedSource.Image == nil {
-				return ""
+				return "", ""
 			}
-			return h.ResolvedSource.Image.Ref
+			return h.ResolvedSource.Image.Ref, h.ResolvedSource.Image.Requested
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // specResolvesTo reports whether bd's spec source is image ref: the spec names that digest, or the

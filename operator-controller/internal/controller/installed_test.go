@@ -90,6 +90,26 @@ func TestInstalledBy(t *testing.T) {
 			conds(installedCond(metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallFailed, 2), metav1.Condition{Type: rukpakv1alpha1.TypeUnpacked, Status: metav1.ConditionTrue, ObservedGeneration: 2}),
 			revision(1, img2), func(d *rukpakv1alpha1.BundleDeployment) { d.Status.ResolvedSource = resolvedImage(img2) })),
 			nil, installedBundleKnown, v2("quay.io/org/p-bundle:2"), " (bundle p.v2.0.0 stays installed, version 2.0.0)"},
+		{"paused (generation moved on, nothing re-unpacked): the revision was unpacked from the spec's tag", bd("quay.io/org/p-bundle:2", both(
+			conds(installedCond(metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, 1)),
+			func(d *rukpakv1alpha1.BundleDeployment) {
+				d.Status.InstalledRevision = 1
+				d.Status.History = []rukpakv1alpha1.BundleDeploymentRevision{{Revision: 1, ResolvedSource: &rukpakv1alpha1.ResolvedSource{
+					Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ResolvedImageSource{Ref: img2, Requested: "quay.io/org/p-bundle:2"}}}}
+			})),
+			nil, installedBundleKnown, v2("quay.io/org/p-bundle:2"), " (bundle p.v2.0.0 stays installed, version 2.0.0)"},
+		{"failed upgrade, catalogs name bundles by tag: matched by the reference the revision was unpacked from", bd("quay.io/org/p-bundle:2", both(upgradeFailed,
+			func(d *rukpakv1alpha1.BundleDeployment) {
+				d.Status.InstalledRevision = 1
+				d.Status.History = []rukpakv1alpha1.BundleDeploymentRevision{{Revision: 1, ResolvedSource: &rukpakv1alpha1.ResolvedSource{
+					Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ResolvedImageSource{Ref: img1, Requested: "quay.io/org/p-bundle:1"}}}}
+			})),
+			[]*olm.Bundle{
+				{Catalog: "main", Package: "p", Name: "p.v2.0.0", VersionString: "2.0.0", Image: "quay.io/org/p-bundle:2"},
+				{Catalog: "main", Package: "p", Name: "p.v1.0.0", VersionString: "1.0.0", Image: "quay.io/org/p-bundle:1"},
+			},
+			installedBundleKnown, &operatorsv1alpha1.BundleMetadata{Name: "p.v1.0.0", Version: "1.0.0", Catalog: "main", Source: "quay.io/org/p-bundle:1"},
+			" (bundle p.v1.0.0 stays installed, version 1.0.0)"},
 		{"the registry spelled differently", bd(img2, both(upgradeFailed, revision(1, "docker.io/org/p@sha256:"+strings.Repeat("1", 64)))),
 			[]*olm.Bundle{{Catalog: "main", Package: "p", Name: "p.v1.0.0", VersionString: "1.0.0", Image: "index.docker.io/org/p@sha256:" + strings.Repeat("1", 64)}},
 			installedBundleKnown, &operatorsv1alpha1.BundleMetadata{Name: "p.v1.0.0", Version: "1.0.0", Catalog: "main", Source: "index.docker.io/org/p@sha256:" + strings.Repeat("1", 64)},

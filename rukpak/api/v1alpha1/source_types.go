@@ -310,6 +310,11 @@ type ResolvedImageSource struct {
 	// e.g. quay.io/org/catalog@sha256:<64 hex digits>.
 	// +required
 	Ref string `json:"ref"`
+
+	// requested is the reference as spec.source.image.ref named it (a tag, or the digest itself):
+	// the name a catalog gives the image. Unset in statuses written before it existed.
+	// +optional
+	Requested string `json:"requested,omitempty"`
 }
 
 // ResolvedConfigMapSource is the version of one ConfigMap that was read.

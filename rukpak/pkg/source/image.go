@@ -81,7 +81,7 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	}
 	resolved := rukpakv1alpha1.ResolvedSource{
 		Type:  rukpakv1alpha1.SourceTypeImage,
-		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: digest.String()},
+		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: digest.String(), Requested: spec.Ref},
 	}
 	fingerprint := "image\x00" + imageDir
 	entry := imageEntry(digest.DigestStr(), imageDir)
