@@ -246,15 +246,13 @@ func TestRealCatalogsHaveNoAliases(t *testing.T) {
 	}
 	docs := 0
 	for _, dir := range []string{"catalogs/community-v4.20", "catalogs/community-v4.16"} {
-		err := fs.WalkDir(os.DirFS(filepath.Join(root, dir)), ".", func(p string, d fs.DirEntry, err error) error {
+		fsys := os.DirFS(filepath.Join(root, dir))
+		err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			data, err := os.ReadFile(filepath.Join(root, dir, p))
-			if err != nil {
-				return err
-			}
-			return splitDocuments(p, data, func(doc document) error {
+			fail := func(_ string, _ *declcfg.Meta, err error) error { return err }
+			return splitFile(fsys, p, fail, func(doc document) error {
 				docs++
 				if mayHaveAliases(doc.data) {
 					t.Errorf("%s/%s line %d looks as if it had aliases", dir, p, doc.line)

@@ -102,8 +102,9 @@ func Load(ctx context.Context, root fs.FS) (*Catalog, error) {
 	return LoadWith(ctx, root, Options{})
 }
 
-// LoadWith parses and validates the catalog under root with memory bounded by its largest file
-// and its largest packages, not by the catalog:
+// LoadWith parses and validates the catalog under root with memory bounded by its largest
+// document (YAML document or JSON value: files are read as streams) and its largest packages, not
+// by the catalog nor by its largest file:
 //
 //  1. walk: every blob is parsed, canonicalised and appended to a spill file; only its schema,
 //     package, name, place in the spill file and source file are kept in memory;

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -264,12 +265,15 @@ func TestLoadOrdersLikeTheSortedWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []Meta
+	var mu sync.Mutex // walkMetas calls back from several goroutines
 	if err := walkMetas(t.Context(), mapFS(files), func(_ string, m *declcfg.Meta, err error) error {
 		if err != nil {
 			return err
 		}
 		cm, err := canonicalize(m)
+		mu.Lock()
 		want = append(want, cm)
+		mu.Unlock()
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -1,19 +1,16 @@
 package fbc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"runtime"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+	"sync"
+	"sync/atomic"
 
 	"github.com/joelanford/ignore"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -29,155 +26,122 @@ import (
 // as compact JSON with sorted keys), but it parses each YAML document once, straight into the
 // canonical JSON, where declcfg converts YAML to JSON, decodes that JSON into a map and encodes it
 // again. It also spreads the documents of one file over all CPUs: real catalogs are often one
-// large file per package, and a file-at-a-time walk leaves CPUs idle on the largest one.
+// large file per package, and a file-at-a-time walk leaves CPUs idle on the largest one. Files are
+// read as streams (see split.go): memory is bounded by the largest document or JSON value, not by
+// the largest file.
 //
-// fn's error names the file; parse errors also name the line.
-func walkMetas(ctx context.Context, root fs.FS, fn func(path string, m *declcfg.Meta, err error) error) error {
+// fn's error names the file; parse errors also name the line. When fn returns an error for
+// several documents, walkMetas returns the one of the first document in walk order (files in
+// lexical order, documents in file order), as a walk that reads one document at a time would: the
+// documents after a failed one are skipped, those before it still parsed.
+func walkMetas(ctx context.Context, root fs.FS, fn walkFunc) error {
 	matcher, err := ignore.NewMatcher(root, ".indexignore")
 	if err != nil {
 		return err
 	}
 	workers := runtime.GOMAXPROCS(0)
 	docs := make(chan document, 4*workers)
-	g, ctx := errgroup.WithContext(ctx)
+	var first firstError
+	var g errgroup.Group
 	g.Go(func() error {
 		defer close(docs)
-		return fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
+		var seq int64 // of the next document
+		send := func(doc document) error {
+			if first.before(seq) {
+				return errStopWalk
+			}
+			doc.seq, seq = seq, seq+1
+			select {
+			case docs <- doc:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return fn(path, nil, err)
 			}
 			if d.IsDir() || d.Name() == ".indexignore" || matcher.Match(path, false) {
 				return nil
 			}
-			data, err := fs.ReadFile(root, path)
-			if err != nil {
-				return fn(path, nil, err)
-			}
-			return splitDocuments(path, data, func(doc document) error {
-				select {
-				case docs <- doc:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
+			return splitFile(root, path, fn, send)
 		})
+		if err != nil && !errors.Is(err, errStopWalk) {
+			first.set(seq, err)
+		}
+		return nil
 	})
 	for range workers {
 		g.Go(func() error {
 			for doc := range docs {
-				if err := doc.metas(fn); err != nil {
-					return err
+				if ctx.Err() != nil || first.before(doc.seq) {
+					continue
+				}
+				if err := doc.metas(root, fn); err != nil {
+					first.set(doc.seq, err)
 				}
 			}
 			return nil
 		})
 	}
-	return g.Wait()
+	_ = g.Wait()
+	if first.err == nil {
+		return ctx.Err()
+	}
+	return first.err
 }
 
-// document is one YAML document, or a whole JSON file (a stream of values).
+// errStopWalk stops the walk's reader once a document before the next one failed.
+var errStopWalk = errors.New("an earlier document failed")
+
+// firstError keeps the error of the first failed document in walk order.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+	seq atomic.Int64 // of the failed document, plus one (0: none)
+}
+
+func (f *firstError) set(seq int64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil || seq < f.seq.Load()-1 {
+		f.err = err
+		f.seq.Store(seq + 1)
+	}
+}
+
+// before reports whether a document before document seq failed (so seq's outcome cannot matter).
+func (f *firstError) before(seq int64) bool {
+	n := f.seq.Load()
+	return n > 0 && n-1 < seq
+}
+
+// document is one YAML document or one value of a JSON stream.
 type document struct {
+	seq  int64 // in walk order
 	path string
-	line int // 1-based line of the file where the document starts
+	line int // YAML: 1-based line of the file where the document starts
 	data []byte
 	json bool
+	// JSON: the offset in the file just after the value (where an error decoding it is reported),
+	// and the value if the walk decoded it already (decoded).
+	end     int64
+	value   any
+	decoded bool
 }
 
-// jsonSniffLen is how far the Kubernetes YAML-or-JSON decoder looks for a JSON stream's opening
-// brace (declcfg creates it with a 4096-byte buffer).
-const jsonSniffLen = 4096
-
-// splitDocuments cuts a file into documents as the Kubernetes YAML-or-JSON decoder that declcfg uses
-// does: a file whose first non-space character within its first 4096 bytes is '{' is one JSON
-// document (which falls back to YAML, see metas); another file is YAML, cut at "---" lines.
-func splitDocuments(path string, data []byte, send func(document) error) error {
-	if trimmed := bytes.TrimLeftFunc(data[:min(len(data), jsonSniffLen)], unicode.IsSpace); len(trimmed) > 0 && trimmed[0] == '{' {
-		return send(document{path: path, line: 1, data: data, json: true})
-	}
-	return splitYAMLDocuments(path, data, 1, send)
-}
-
-// splitYAMLDocuments cuts YAML at separator lines: "---" followed by nothing but spaces or a comment.
-// Every document ends with a newline, as the Kubernetes line reader writes them (it matters to a
-// block scalar on the last line). firstLine is the line of the file where data starts.
-func splitYAMLDocuments(path string, data []byte, firstLine int, send func(document) error) error {
-	start, startLine, line := 0, firstLine, firstLine
-	flush := func(end int) error {
-		doc := data[start:end]
-		if isBlankYAML(doc) {
-			return nil
-		}
-		if doc[len(doc)-1] != '\n' {
-			doc = append(doc[:len(doc):len(doc)], '\n')
-		}
-		return send(document{path: path, line: startLine, data: doc})
-	}
-	for i := 0; i < len(data); {
-		j := bytes.IndexByte(data[i:], '\n')
-		next := len(data)
-		if j >= 0 {
-			next = i + j + 1
-		}
-		l := data[i:next]
-		// A separator ends a document only once it has a line: the Kubernetes reader keeps a
-		// separator that starts a document as the document's first line (which matters for "---#x",
-		// YAML content rather than a document marker).
-		if rest := bytes.TrimSpace(l[min(3, len(l)):]); i > start && bytes.HasPrefix(l, []byte("---")) && (len(rest) == 0 || rest[0] == '#') {
-			if err := flush(i); err != nil {
-				return err
-			}
-			start, startLine = next, line+1
-		}
-		i = next
-		line++
-	}
-	return flush(len(data))
-}
-
-// isBlankYAML reports whether a document holds only blank lines and comments.
-func isBlankYAML(b []byte) bool {
-	s := bufio.NewScanner(bytes.NewReader(b))
-	s.Buffer(nil, len(b)+1)
-	for s.Scan() {
-		l := bytes.TrimSpace(s.Bytes())
-		if len(l) > 0 && l[0] != '#' {
-			return false
-		}
-	}
-	return true
-}
-
-// metas parses the document and calls fn for each blob in it.
-func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) error {
+// metas parses the document and calls fn for each blob in it (root is the file's root: an error
+// in a JSON value is reported with its line, which takes reading the file again).
+func (d document) metas(root fs.FS, fn walkFunc) error {
 	if d.json {
-		dec := json.NewDecoder(bytes.NewReader(d.data))
-		var decoded int
-		var consumed int64
-		for {
-			var v any
-			err := dec.Decode(&v)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				jsonErr := fmt.Errorf("%s: %w", jsonPosition(d.data, dec, err), err)
-				if decoded > 1 {
-					return fn(d.path, nil, jsonErr)
-				}
-				// Not a JSON stream after all: like the Kubernetes decoder, read the rest as YAML.
-				rest, ok := skipSpaceLine(d.data[consumed:])
-				if !ok {
-					return fn(d.path, nil, jsonErr)
-				}
-				line := 1 + bytes.Count(d.data[:len(d.data)-len(rest)], []byte{'\n'})
-				return splitYAMLDocuments(d.path, rest, line, func(doc document) error { return doc.metas(fn) })
-			}
-			decoded, consumed = decoded+1, dec.InputOffset()
-			if err := d.emit(v, fn); err != nil {
-				return err
+		v := d.value
+		if !d.decoded {
+			if err := json.Unmarshal(d.data, &v); err != nil {
+				return fn(d.path, nil, jsonError(root, d.path, d.end, err))
 			}
 		}
+		return d.emit(v, fn)
 	}
 	if err := checkAliases(d.data); err != nil {
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
@@ -200,23 +164,6 @@ func (d document) metas(fn func(path string, m *declcfg.Meta, err error) error) 
 	return d.emit(v, fn)
 }
 
-// skipSpaceLine drops leading white space up to and including the first newline, as the Kubernetes
-// decoder does before it falls back from JSON to YAML; ok is false where it gives up (invalid UTF-8,
-// nothing left).
-func skipSpaceLine(b []byte) (rest []byte, ok bool) {
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		if r == utf8.RuneError || !unicode.IsSpace(r) {
-			return b, r != utf8.RuneError
-		}
-		b = b[n:]
-		if r == '\n' {
-			return b, true
-		}
-	}
-	return nil, false
-}
-
 // where names the document in messages.
 func (d document) where() string {
 	if d.json {
@@ -225,26 +172,10 @@ func (d document) where() string {
 	return fmt.Sprintf("YAML document starting at line %d", d.line)
 }
 
-// jsonPosition names the line of a JSON decoding error: the syntax error's offset, or the first
-// non-blank byte after the decoder's position (where the failing value starts).
-func jsonPosition(data []byte, dec *json.Decoder, err error) string {
-	offset := dec.InputOffset()
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		offset = se.Offset
-	} else {
-		for offset < int64(len(data)) && strings.IndexByte(" \t\r\n", data[offset]) >= 0 {
-			offset++
-		}
-	}
-	offset = min(max(offset, 0), int64(len(data)))
-	return "JSON at line " + strconv.Itoa(bytes.Count(data[:offset], []byte{'\n'})+1)
-}
-
 var folder = cases.Fold()
 
 // emit encodes one decoded blob canonically and hands it to fn with its schema, package and name.
-func (d document) emit(v any, fn func(path string, m *declcfg.Meta, err error) error) error {
+func (d document) emit(v any, fn walkFunc) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fn(d.path, nil, fmt.Errorf("%s: a blob must be an object, not %T", d.where(), v))
