@@ -43,7 +43,7 @@ func main() {
 		DefaultProbePort:   9081,
 		BindFlags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&pageSize, "catalogmetadata-page-size", 500, "number of CatalogMetadata blobs per list request when reading a catalog")
-			fs.Float64Var(&qps, "kube-api-qps", 50, "requests per second to the API server (burst: twice as many)")
+			fs.Float64Var(&qps, "kube-api-qps", 200, "requests per second to the API server (burst: twice as many; the API server's priority and fairness protects it)")
 			fs.BoolVar(&readWhole, "read-whole-catalogs", false,
 				"read every blob of every serving catalog and check its content hash, instead of only the packages Operators (and their dependencies) need; for a catalogd that does not annotate CatalogMetadata with catalogd.operatorframework.io/content-hash")
 			fs.IntVar(&workers, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,

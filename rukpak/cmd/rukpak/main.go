@@ -55,7 +55,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"rukpak's namespace: Helm release Secrets are stored there, and Secrets and ConfigMaps named by bundle sources are read from it (created when missing)")
 	fs.StringVar(&f.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "olmv1-rukpak"), "directory where unpacked bundles are cached")
 	fs.IntVar(&f.maxHistory, "max-history", 10, "revisions kept per BundleDeployment (Helm release history); older ones are deleted")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100, "requests per second to the API server for applying bundles, storing revisions and writing BundleDeployment status (burst: twice as many)")
+	fs.Float64Var(&f.qps, "kube-api-qps", 400, "requests per second to the API server for applying bundles, storing revisions and writing BundleDeployment status (burst: twice as many; the API server's priority and fairness protects it)")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 8,
 		"BundleDeployments reconciled (unpacked, applied, health-checked) at once; the same BundleDeployment is never reconciled twice at once")
 	fs.DurationVar(&f.helmLimits.Timeout, "helm-render-timeout", helm.DefaultRenderTimeout,
