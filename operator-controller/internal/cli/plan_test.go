@@ -64,10 +64,15 @@ func newPreviewCluster(t *testing.T, objs ...client.Object) *previewCluster {
 		pc.images[image] = filepath.Join(compositeBundles, b)
 		mustRun(t, "catalog", "add-bundle", catalogDir, pc.images[image], "--image", image)
 	}
-	var metas []*declcfg.Meta
+	var (
+		mu    sync.Mutex // WalkMetasFS calls back from several goroutines
+		metas []*declcfg.Meta
+	)
 	if err := declcfg.WalkMetasFS(context.Background(), os.DirFS(catalogDir), func(_ string, m *declcfg.Meta, err error) error {
 		if err == nil {
+			mu.Lock()
 			metas = append(metas, m)
+			mu.Unlock()
 		}
 		return err
 	}); err != nil {
