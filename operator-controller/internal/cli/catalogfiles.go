@@ -122,13 +122,7 @@ func loadPackageFile(ctx context.Context, dir, pkg string) (string, *declcfg.Dec
 	if file == "" {
 		return filepath.Join(pkg, "catalog.yaml"), &declcfg.DeclarativeConfig{}, nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, file))
-	if err != nil {
-		return "", nil, err
-	}
-	if err := yamlalias.CheckFile(data); err != nil {
-		return "", nil, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
-	}
+	// findPackageFile checked every file of dir for alias bombs (checkAliases).
 	cfg, err := declcfg.LoadFile(os.DirFS(dir), filepath.ToSlash(file))
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
@@ -195,8 +189,6 @@ func readBundleArg(ctx context.Context, src, image string, insecure bool) (*fbce
 	return b, image, nil
 }
 
-// findPackageFile returns the file of dir (relative) that holds the blobs of pkg, "" when none does.
-// A package whose blobs are spread over several files is an error: add-bundle edits one file.
 // checkAliases refuses a catalog directory with a YAML alias bomb in any file before operator-registry's
 // walker (which does not guard against them) decodes it.
 func checkAliases(dir string) error {
@@ -215,6 +207,8 @@ func checkAliases(dir string) error {
 	})
 }
 
+// findPackageFile returns the file of dir (relative) that holds the blobs of pkg, "" when none does.
+// A package whose blobs are spread over several files is an error: add-bundle edits one file.
 func findPackageFile(ctx context.Context, dir, pkg string) (string, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return "", nil
