@@ -104,6 +104,11 @@ func (c *Cache) readPackage(ctx context.Context, pr PartReader, cat *Catalog, pk
 	if len(metas) == 0 {
 		return nil, c.probe(ctx, pr, cat, pkg)
 	}
+	return parsePackage(cat, pkg, metas)
+}
+
+// parsePackage parses the blobs of package pkg read from cat.
+func parsePackage(cat *Catalog, pkg string, metas []*declcfg.Meta) (*declcfg.DeclarativeConfig, error) {
 	cfg, err := declcfg.LoadSlice(metas)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %q: parsing the %d blobs of package %q: %w", cat.Name, len(metas), pkg, err)
@@ -117,34 +122,32 @@ func (c *Cache) readPackages(ctx context.Context, pr PartReader, cat *Catalog, w
 	byPkg := map[string][]*declcfg.Meta{}
 	blobs := 0
 	err := pr.ReadPart(ctx, cat.Name, nil, 0, func(b ServedBlob) error {
-		if err := checkServedHash(cat, b); err != nil {
-			return err
-		}
 		blobs++
 		pkg := b.Meta.Package
 		if b.Meta.Schema == declcfg.SchemaPackage {
 			pkg = b.Meta.Name
 		}
-		if want[pkg] {
-			m, err := slim(b.Meta)
-			if err != nil {
-				return fmt.Errorf("catalog %q: %w", cat.Name, err)
-			}
-			byPkg[pkg] = append(byPkg[pkg], m)
+		if !want[pkg] {
+			return checkServedHash(cat, b)
 		}
+		m, err := keep(cat, b)
+		if err != nil {
+			return err
+		}
+		byPkg[pkg] = append(byPkg[pkg], m)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if blobs == 0 && (cat.Counts == nil || cat.Counts.Packages > 0 || cat.Counts.Bundles > 0) {
+	if blobs == 0 && !statusSaysEmpty(cat) {
 		return nil, &ContentMismatchError{Catalog: cat.Name, Want: cat.ContentHash, Read: "0 blobs"}
 	}
 	out := make(map[string]*declcfg.DeclarativeConfig, len(byPkg))
 	for pkg, metas := range byPkg {
-		cfg, err := declcfg.LoadSlice(metas)
+		cfg, err := parsePackage(cat, pkg, metas)
 		if err != nil {
-			return nil, fmt.Errorf("catalog %q: parsing the %d blobs of package %q: %w", cat.Name, len(metas), pkg, err)
+			return nil, err
 		}
 		out[pkg] = cfg
 	}
@@ -160,22 +163,35 @@ func hasPackageBlob(metas []*declcfg.Meta, pkg string) bool {
 	return false
 }
 
-// servedAt returns a ReadPart callback that keeps each blob in *metas after checking that it was
-// served from cat's status.contentHash.
+// servedAt returns a ReadPart callback that keeps each blob in *metas (keep).
 func (c *Cache) servedAt(cat *Catalog, metas *[]*declcfg.Meta) func(ServedBlob) error {
 	return func(b ServedBlob) error {
-		if err := checkServedHash(cat, b); err != nil {
+		m, err := keep(cat, b)
+		if err != nil {
 			return err
 		}
-		if metas != nil {
-			m, err := slim(b.Meta)
-			if err != nil {
-				return fmt.Errorf("catalog %q: %w", cat.Name, err)
-			}
-			*metas = append(*metas, m)
-		}
+		*metas = append(*metas, m)
 		return nil
 	}
+}
+
+// keep is a blob of a part as it is kept: checked to have been served from cat's
+// status.contentHash, then slimmed.
+func keep(cat *Catalog, b ServedBlob) (*declcfg.Meta, error) {
+	if err := checkServedHash(cat, b); err != nil {
+		return nil, err
+	}
+	m, err := slim(b.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: %w", cat.Name, err)
+	}
+	return m, nil
+}
+
+// statusSaysEmpty: cat's status.counts say it holds no package and no bundle, so reading nothing of
+// it is no sign of a replica that does not serve it.
+func statusSaysEmpty(cat *Catalog) bool {
+	return cat.Counts != nil && cat.Counts.Packages == 0 && cat.Counts.Bundles == 0
 }
 
 func checkServedHash(cat *Catalog, b ServedBlob) error {
@@ -193,8 +209,8 @@ func checkServedHash(cat *Catalog, b ServedBlob) error {
 // blob of cat is served from status.contentHash. A replica that does not serve cat (yet) answers
 // nothing: that is a mismatch, retried.
 func (c *Cache) probe(ctx context.Context, pr PartReader, cat *Catalog, pkg string) error {
-	if cat.Counts != nil && cat.Counts.Packages == 0 && cat.Counts.Bundles == 0 {
-		return nil // status says the catalog is empty
+	if statusSaysEmpty(cat) {
+		return nil
 	}
 	found := false
 	err := pr.ReadPart(ctx, cat.Name, nil, 1, func(b ServedBlob) error {
