@@ -23,7 +23,8 @@ func BenchmarkCatalogValidateLarge(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(root, "catalogs", "community-v4.20")); !ok || err != nil {
 		b.Skip("real catalogs not found under " + root + "/catalogs (set OLMV1_TESTDATA to the shared testdata folder)")
 	}
-	bin := filepath.Join(repoDir(), "bin", "kubectl-olmv1")
+	repo, _ := sharedtestdata.RepoRoot()
+	bin := filepath.Join(repo, "bin", "kubectl-olmv1")
 	if _, err := os.Stat(bin); err != nil {
 		b.Skip("bin/kubectl-olmv1 is not built (run `make build`)")
 	}
@@ -77,19 +78,4 @@ func watchHWM(pid int) <-chan int64 {
 		}
 	}()
 	return out
-}
-
-// repoDir is the directory holding go.work above the working directory ("" when none).
-func repoDir() string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
