@@ -258,14 +258,9 @@ func benchmarkList(b *testing.B, pkg string) {
 			b.ReportMetric(float64(rss)/(1<<20), "catalogd-rss-MB")
 		}
 		// Where the resident memory is: anonymous (heap, stacks) or file-backed (the binary's code).
-		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.PID)); err == nil {
-			for _, line := range strings.Split(string(status), "\n") {
-				var kb float64
-				if _, err := fmt.Sscanf(line, "RssAnon: %f kB", &kb); err == nil {
-					b.ReportMetric(kb/1024, "catalogd-anon-MB")
-				} else if _, err := fmt.Sscanf(line, "RssFile: %f kB", &kb); err == nil {
-					b.ReportMetric(kb/1024, "catalogd-file-MB")
-				}
+		for field, unit := range map[string]string{"RssAnon": "catalogd-anon-MB", "RssFile": "catalogd-file-MB"} {
+			if mb := procStatusMB(c.PID, field); mb > 0 {
+				b.ReportMetric(mb, unit)
 			}
 		}
 	}
