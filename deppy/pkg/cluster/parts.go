@@ -200,7 +200,7 @@ func checkServedHash(cat *Catalog, b ServedBlob) error {
 	}
 	read := fmt.Sprintf("a blob served from content %s", ShortHash(b.ContentHash))
 	if b.ContentHash == "" {
-		read = "a blob without the " + AnnotationContentHash + " annotation (catalogd older than operator-controller?)"
+		read = "a blob without the " + AnnotationContentHash + " annotation (is catalogd older than operator-controller? upgrade catalogd, or run operator-controller with --read-whole-catalogs)"
 	}
 	return &ContentMismatchError{Catalog: cat.Name, Want: cat.ContentHash, Read: read}
 }
