@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -70,6 +71,9 @@ func StartControllers(binDir, kubeconfig, logDir string, extraArgs map[string][]
 			"--metrics-bind-address=" + metrics,
 			"--leader-elect=false",
 		}, extraArgs[name]...)
+		if args, err = withFreeListeners(name, args); err != nil {
+			return out, err
+		}
 		bin := filepath.Join(binDir, name)
 		p, err := startProcess(name, logDir, false, bin, args...)
 		if err != nil {
@@ -79,6 +83,30 @@ func StartControllers(binDir, kubeconfig, logDir string, extraArgs map[string][]
 			bin: bin, args: args, logDir: logDir})
 	}
 	return out, nil
+}
+
+// listenerFlags are the flags of each controller's other listeners, whose defaults are fixed ports.
+var listenerFlags = map[string][]string{"catalogd": {"--http-bind-address", "--metadata-bind-address"}}
+
+// withFreeListeners adds a free 127.0.0.1 port for every listener flag of controller name that args
+// do not set, so that a harness never collides with a developer's running make run (or another
+// harness) on a default port.
+func withFreeListeners(name string, args []string) ([]string, error) {
+	for _, flag := range listenerFlags[name] {
+		set := false
+		for _, a := range args {
+			set = set || a == flag || strings.HasPrefix(a, flag+"=")
+		}
+		if set {
+			continue
+		}
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, flag+"=127.0.0.1:"+strconv.Itoa(port))
+	}
+	return args, nil
 }
 
 // WaitControllersReady polls every controller's /readyz until it answers 200, failing early with the
