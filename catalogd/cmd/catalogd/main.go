@@ -38,8 +38,6 @@ type flags struct {
 	metadataAPIService  string
 
 	maxConcurrentUnpacks int
-
-	fs *flag.FlagSet
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -65,19 +63,10 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"register the CatalogMetadata APIService: \"local\" (an ExternalName Service pointing at localhost, for a control plane on this machine), \"service:<namespace>/<name>[:port]\" (an in-cluster Service), or \"none\"")
 	fs.IntVar(&f.maxConcurrentUnpacks, "max-concurrent-unpacks", 0,
 		"how many Catalogs are unpacked, parsed and stored at once; 0 derives it from the container's memory limit (cgroup v2 memory.max): (limit - 128 MiB) / 64 MiB, between 1 and 8, or 2 without a limit")
-	f.fs = fs
 }
 
-// kubeconfig is the --kubeconfig the common flags received, else $KUBECONFIG ("" means in-cluster).
-func (f *flags) kubeconfig() string {
-	if fl := f.fs.Lookup("kubeconfig"); fl != nil && fl.Value.String() != "" {
-		return fl.Value.String()
-	}
-	return os.Getenv("KUBECONFIG")
-}
-
-// metadataListenAddress validates --metadata-bind-address and returns the address for k8s.io/apiserver
-// (which needs an IP: ":7444", as the chart passes it, becomes 0.0.0.0:7444) and the port.
+// metadataListenAddress validates --metadata-bind-address and returns the address to listen on
+// (an IP: ":7444", as the chart passes it, becomes 0.0.0.0:7444) and the port.
 func metadataListenAddress(flag string) (string, int32, error) {
 	host, portStr, err := net.SplitHostPort(flag)
 	if err != nil {
@@ -111,7 +100,6 @@ func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
 	return metadataapi.AddToManager(mgr, store, metadataapi.ServerOptions{
 		BindAddress: bindAddress,
 		CertDir:     f.metadataCertDir,
-		Kubeconfig:  f.kubeconfig(),
 		ExtraSANs:   []string{"catalogd-metadata." + f.namespace + ".svc", "catalogd." + f.namespace + ".svc"},
 	}, reg)
 }

@@ -12,16 +12,15 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	restclient "k8s.io/client-go/rest"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 )
 
 // The tests in this file send requests through the real request handling of the CatalogMetadata
-// API server (k8s.io/apiserver's handler chain built by newAPIServer, as NewServer builds it, with
-// the same scheme, field label conversion and REST storage), served on a loopback httptest
-// server. Authentication and authorization are left out: NewServer delegates them to
-// kube-apiserver, which the integration tests in catalogd/test/integration exercise.
+// API server (the handler NewServer serves, with the same scheme, field label conversion and REST),
+// served on a loopback httptest server. Authentication and authorization are left out: NewServer
+// delegates them to kube-apiserver, which the integration tests in catalogd/test/integration and
+// the e2e suite exercise.
 
 const metadataPath = "/apis/metadata.catalogd.operatorframework.io/v1alpha1/catalogmetadata"
 
@@ -39,22 +38,16 @@ func startAPIServer(t *testing.T, catalogs map[string][]Blob) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme, codecs, err := apiScheme()
+	scheme, err := apiScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Start()
+	docs, err := newOpenAPIDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(newHandler(NewREST(hub), scheme, docs, nil))
 	t.Cleanup(ts.Close)
-	// No secure serving: the address and loopback configuration it would give are this server's.
-	cfg := newConfig(scheme, codecs)
-	cfg.ExternalAddress = ts.Listener.Addr().String()
-	cfg.LoopbackClientConfig = &restclient.Config{Host: ts.URL}
-	srv, err := newAPIServer(cfg, scheme, codecs, hub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Config.Handler = srv.Handler
 	return &apiServer{url: ts.URL, hub: hub, reader: r}
 }
 

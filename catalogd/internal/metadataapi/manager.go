@@ -22,6 +22,10 @@ func AddToManager(mgr ctrl.Manager, store *storage.Store, o ServerOptions, reg R
 	if err != nil {
 		return fmt.Errorf("indexing catalog metadata: %w", err)
 	}
+	if o.Config == nil {
+		o.Config = mgr.GetConfig()
+	}
+	o.Log = log
 	srv, err := NewServer(o, hub)
 	if err != nil {
 		return err

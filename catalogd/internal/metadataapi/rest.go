@@ -13,44 +13,20 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 )
 
-// REST is the read-only storage of catalogmetadata: Get, List, Watch and a kubectl table.
+// REST answers get, list and watch of catalogmetadata (http.go decodes the requests and encodes
+// the answers) and converts objects to kubectl tables (table.go).
 type REST struct {
 	hub *Hub
 }
 
-var (
-	_ rest.Storage              = &REST{}
-	_ rest.Scoper               = &REST{}
-	_ rest.Getter               = &REST{}
-	_ rest.Lister               = &REST{}
-	_ rest.Watcher              = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-)
-
 // NewREST serves the hub's catalogs.
 func NewREST(hub *Hub) *REST { return &REST{hub: hub} }
 
-// New implements rest.Storage.
-func (r *REST) New() runtime.Object { return &metadatav1alpha1.CatalogMetadata{} }
-
-// Destroy implements rest.Storage.
-func (r *REST) Destroy() {}
-
-// NamespaceScoped implements rest.Scoper: catalog metadata is cluster-scoped.
-func (r *REST) NamespaceScoped() bool { return false }
-
-// GetSingularName implements rest.SingularNameProvider.
-func (r *REST) GetSingularName() string { return "catalogmetadata" }
-
-// NewList implements rest.Lister.
-func (r *REST) NewList() runtime.Object { return &metadatav1alpha1.CatalogMetadataList{} }
-
-// Get implements rest.Getter. It always serves the current state; a resourceVersion catalogd
+// Get answers a get of one object. It always serves the current state; a resourceVersion catalogd
 // cannot have issued is 400 Bad Request, as for list and watch.
 func (r *REST) Get(_ context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	if opts != nil {
@@ -121,7 +97,7 @@ func (s selection) matches(obj *metadatav1alpha1.CatalogMetadata) bool {
 // errStop ends a store scan early once a page is full.
 var errStop = errors.New("page full")
 
-// List implements rest.Lister: selectors narrow the store query where they name exact values, and
+// List answers a list: selectors narrow the store query where they name exact values, and
 // limit/continue page through catalogs in name order and blobs in store order. Every page of a list
 // answers the first page's resourceVersion; a page is served only from the same content as the
 // first one had (on any replica), otherwise it is 410 Gone. The steps: listStart (check the
@@ -276,7 +252,7 @@ func (r *REST) checkListVersion(rv string, match metav1.ResourceVersionMatch) er
 	return nil
 }
 
-// Watch implements rest.Watcher.
+// Watch opens a watch:
 //
 //   - Without a resourceVersion (or "0") it first sends every matching object as ADDED (unless
 //     sendInitialEvents is false), then later changes.

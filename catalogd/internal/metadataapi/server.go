@@ -2,25 +2,21 @@ package metadataapi
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
-	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
+	"time"
 
-	extensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	"k8s.io/apiserver/pkg/registry/rest"
-	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/util/compatibility"
-	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 )
 
 // ServerOptions configure the aggregated API server.
@@ -28,128 +24,117 @@ type ServerOptions struct {
 	// BindAddress is host:port to serve HTTPS on, e.g. 127.0.0.1:7444.
 	BindAddress string
 	// CertDir holds apiserver.crt and apiserver.key; when they are missing a self-signed pair is
-	// generated there (its CA is what the APIService's caBundle must hold).
+	// generated there (apiserver.crt then holds the certificate and its CA, which is what the
+	// APIService's caBundle must hold). The files are re-read when they change.
 	CertDir string
-	// Kubeconfig reaches kube-apiserver for delegated authentication (TokenReview, the requestheader
-	// CA in kube-system/extension-apiserver-authentication) and authorization (SubjectAccessReview).
-	// Empty means the in-cluster configuration.
-	Kubeconfig string
+	// Config reaches kube-apiserver for delegated authentication (TokenReview, the client and
+	// request-header CAs in kube-system/extension-apiserver-authentication) and authorization
+	// (SubjectAccessReview). nil serves without authentication and authorization (tests only).
+	Config *rest.Config
 	// ExtraSANs are additional DNS names for a generated serving certificate (e.g. the Service's).
 	ExtraSANs []string
+	// Log receives the server's own messages.
+	Log logr.Logger
 }
 
-// Server is a prepared aggregated API server.
+// Server is a prepared aggregated API server: listening, not yet serving.
 type Server struct {
-	prepared interface {
-		RunWithContext(ctx context.Context) error
-	}
+	listener net.Listener
+	srv      *http.Server
+	certs    *certwatcher.CertWatcher
+	guard    *guard
+	log      logr.Logger
 	// CABundle is the PEM the APIService must trust.
 	CABundle []byte
 }
 
-// NewServer builds the metadatav1alpha1.CatalogMetadata API server over hub.
+// NewServer builds the CatalogMetadata API server over hub and opens its listener, so that a port
+// in use fails the start.
 func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
-	scheme, codecs, err := apiScheme()
+	scheme, err := apiScheme()
 	if err != nil {
 		return nil, err
 	}
-	host, portStr, err := net.SplitHostPort(o.BindAddress)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
 		return nil, fmt.Errorf("--metadata-bind-address %q: %w", o.BindAddress, err)
 	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("--metadata-bind-address %q: %w", o.BindAddress, err)
+	crt, key := filepath.Join(o.CertDir, "apiserver.crt"), filepath.Join(o.CertDir, "apiserver.key")
+	if err := ensureServingCert(crt, key, o.ExtraSANs); err != nil {
+		return nil, fmt.Errorf("the metadata API serving certificate in %s: %w", o.CertDir, err)
 	}
-	if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
-		return nil, err
-	}
-	secure := options.NewSecureServingOptions().WithLoopback()
-	secure.BindAddress = net.ParseIP(host)
-	secure.BindPort = port
-	secure.ServerCert.CertDirectory = o.CertDir
-	secure.ServerCert.PairName = "apiserver"
-	if err := secure.MaybeDefaultWithSelfSignedCerts("localhost", o.ExtraSANs, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
-		return nil, fmt.Errorf("creating the metadata API serving certificate: %w", err)
-	}
-	authn := options.NewDelegatingAuthenticationOptions()
-	authn.RemoteKubeConfigFile = o.Kubeconfig
-	authz := options.NewDelegatingAuthorizationOptions()
-	authz.RemoteKubeConfigFile = o.Kubeconfig
-
-	cfg := newConfig(scheme, codecs)
-	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
-		return nil, err
-	}
-	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
-		return nil, fmt.Errorf("delegated authentication: %w", err)
-	}
-	if err := authz.ApplyTo(&cfg.Authorization); err != nil {
-		return nil, fmt.Errorf("delegated authorization: %w", err)
-	}
-	srv, err := newAPIServer(cfg, scheme, codecs, hub)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := os.ReadFile(filepath.Join(o.CertDir, "apiserver.crt"))
+	ca, err := os.ReadFile(crt)
 	if err != nil {
 		return nil, fmt.Errorf("reading the serving certificate for the caBundle: %w", err)
 	}
-	return &Server{prepared: srv.PrepareRun(), CABundle: ca}, nil
+	certs, err := certwatcher.New(crt, key)
+	if err != nil {
+		return nil, fmt.Errorf("loading the metadata API serving certificate from %s: %w", o.CertDir, err)
+	}
+	docs, err := newOpenAPIDocs()
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI documents: %w", err)
+	}
+	s := &Server{certs: certs.WithWatchInterval(10 * time.Second), log: o.Log, CABundle: ca}
+	var authorize authorizeFunc
+	if o.Config != nil {
+		if s.guard, err = newGuard(o.Config); err != nil {
+			return nil, err
+		}
+		authorize = s.guard.authorize
+	}
+	s.srv = &http.Server{
+		Handler:           newHandler(NewREST(hub), scheme, docs, authorize),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: s.certs.GetCertificate,
+			// Every client certificate is verified by the authenticator, against the CAs it reloads.
+			ClientAuth: tls.RequestClientCert,
+		},
+	}
+	if s.listener, err = net.Listen("tcp", o.BindAddress); err != nil {
+		return nil, fmt.Errorf("listening on %s for the metadata API (change --metadata-bind-address): %w", o.BindAddress, err)
+	}
+	return s, nil
 }
 
-// apiScheme is the scheme of the CatalogMetadata API (with its field selectors) and meta/v1.
-func apiScheme() (*runtime.Scheme, serializer.CodecFactory, error) {
+// apiScheme is the scheme of the CatalogMetadata API: its kinds and field label conversion.
+func apiScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := metadatav1alpha1.AddToScheme(scheme); err != nil {
-		return nil, serializer.CodecFactory{}, err
-	}
-	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	scheme.AddUnversionedTypes(schema.GroupVersion{Group: "", Version: "v1"},
-		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
-	return scheme, serializer.NewCodecFactory(scheme), nil
-}
-
-// newConfig is the API server configuration without serving, authentication and authorization,
-// which NewServer adds (tests serve the same handler without them).
-func newConfig(scheme *runtime.Scheme, codecs serializer.CodecFactory) *genericapiserver.Config {
-	cfg := genericapiserver.NewConfig(codecs)
-	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-	cfg.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(withIntegerParams(api, codecs), c)
-	}
-	// OpenAPI: the meta/v1 definitions from apiextensions-apiserver's generated set, plus ours. The API
-	// server needs them for field management; kubectl explain and the aggregated /openapi use them too.
-	definitions := func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-		defs := extensionsopenapi.GetOpenAPIDefinitions(ref)
-		for k, v := range metadatav1alpha1.GetOpenAPIDefinitions(ref) {
-			defs[k] = v
-		}
-		return defs
-	}
-	namer := openapinamer.NewDefinitionNamer(scheme)
-	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
-	cfg.OpenAPIConfig.Info.Title = "catalogd CatalogMetadata"
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
-	cfg.OpenAPIV3Config.Info.Title = "catalogd CatalogMetadata"
-	return cfg
-}
-
-// newAPIServer completes cfg and installs the catalogmetadata resource over hub.
-func newAPIServer(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, hub *Hub) (*genericapiserver.GenericAPIServer, error) {
-	srv, err := cfg.Complete(nil).New("catalogd-metadata", genericapiserver.NewEmptyDelegate())
-	if err != nil {
 		return nil, err
 	}
-	group := genericapiserver.NewDefaultAPIGroupInfo(metadatav1alpha1.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
-	group.VersionedResourcesStorageMap[metadatav1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{"catalogmetadata": NewREST(hub)}
-	if err := srv.InstallAPIGroup(&group); err != nil {
-		return nil, err
-	}
-	return srv, nil
+	return scheme, nil
 }
 
-// Start runs the server until ctx ends; it implements controller-runtime's manager.Runnable.
+// Start serves until ctx ends; it implements controller-runtime's manager.Runnable. Open watches
+// end with ctx, then the server shuts down.
 func (s *Server) Start(ctx context.Context) error {
-	return s.prepared.RunWithContext(ctx)
+	go func() {
+		if err := s.certs.Start(ctx); err != nil {
+			s.log.Error(err, "watching the metadata API serving certificate")
+		}
+	}()
+	if s.guard != nil {
+		if err := s.guard.start(ctx, s.log); err != nil {
+			_ = s.listener.Close()
+			return err
+		}
+	}
+	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	done := make(chan error, 1)
+	go func() { done <- s.srv.ServeTLS(s.listener, "", "") }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serving the metadata API: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }

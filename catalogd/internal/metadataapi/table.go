@@ -23,7 +23,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Object", Type: "string", Priority: 1, Description: "The metadatav1alpha1.CatalogMetadata object name."},
 }
 
-// ConvertToTable implements rest.TableConvertor: the columns kubectl get shows.
+// ConvertToTable is the table kubectl get shows of a CatalogMetadata or a list of them.
 func (r *REST) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: tableColumns}
 	add := func(m *metadatav1alpha1.CatalogMetadata) {

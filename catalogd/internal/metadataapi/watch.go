@@ -43,7 +43,7 @@ type hubWatcher struct {
 func newWatcher(h *Hub, match func(*metadatav1alpha1.CatalogMetadata) bool, bookmarks bool) *hubWatcher {
 	return &hubWatcher{
 		hub: h, match: match, bookmarks: bookmarks, limit: watchBuffer,
-		wake: make(chan struct{}, 1), done: make(chan struct{}), result: make(chan watch.Event),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), result: make(chan watch.Event, 64),
 	}
 }
 

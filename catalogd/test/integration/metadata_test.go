@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -22,8 +21,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/olmv1/olmv1/catalogd/internal/fbc"
@@ -31,8 +28,8 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 )
 
-// The CatalogMetadata API server (k8s.io/apiserver, with delegated authentication and
-// authorization against the envtest kube-apiserver) run twice over two stores holding the same
+// The CatalogMetadata API server (with delegated authentication and authorization against the
+// envtest kube-apiserver) run twice over two stores holding the same
 // content, as two catalogd replicas, and restarted over the same store: lists, pages and watches
 // continue across them through the real request handling, and a client-go informer (which uses
 // watch-list) syncs and follows changes.
@@ -61,7 +58,7 @@ func startMetadataServer(t *testing.T, dir string) *metadataServer {
 	srv, err := metadataapi.NewServer(metadataapi.ServerOptions{
 		BindAddress: fmt.Sprintf("127.0.0.1:%d", port),
 		CertDir:     t.TempDir(),
-		Kubeconfig:  writeKubeconfig(t, suite.Config),
+		Config:      suite.Config,
 	}, hub)
 	if err != nil {
 		t.Fatal(err)
@@ -111,20 +108,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // catalogContent is a valid catalog of package pkg with one bundle per version.
