@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,7 +105,16 @@ func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
 	}, reg)
 }
 
+// defaultGCPercent is catalogd's GOGC unless the environment sets one. catalogd's live heap is small
+// (12–15 MB serving five community catalogs) and its unpacks are streamed, so collecting at 50%
+// growth instead of Go's 100% keeps the serving footprint about 7 MB smaller, for about 10% more CPU
+// while storing a large catalog (docs/catalogd.md, "Memory").
+const defaultGCPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	f := &flags{}
 	os.Exit(boot.Main(boot.Component{
 		Name:               "catalogd",

@@ -193,6 +193,19 @@ func acceptsGzip(r *http.Request) bool {
 
 // writeObject answers 200 with obj in form f.
 func writeObject(w http.ResponseWriter, r *http.Request, f form, obj runtime.Object) {
+	if l, ok := obj.(*metadatav1alpha1.CatalogMetadataList); ok && streamsList(f) {
+		writeList(w, r, f, l)
+		return
+	}
+	if m, ok := obj.(*metadatav1alpha1.CatalogMetadata); ok && f == (form{}) {
+		body, err := marshalObject(m)
+		if err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		writeAnswer(w, r, http.StatusOK, f.contentType(), body)
+		return
+	}
 	v, err := f.convert(obj, r.URL.Query().Get("includeObject"))
 	if err != nil {
 		writeError(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -305,4 +306,60 @@ func TestHTTPMetrics(t *testing.T) {
 		t.Errorf("open watches %v with one more open, want %v", got, open+1)
 	}
 	resp.Body.Close()
+}
+
+// TestStreamedListIsTheWholeEncoding: a list written item by item has the bytes of the list
+// encoded whole, for objects and for metadata, empty or not (an empty list's items are [], never
+// null, as kube-apiserver answers).
+func TestStreamedListIsTheWholeEncoding(t *testing.T) {
+	s := startAPIServer(t, demoCatalogs())
+	full := s.get(t, nil).list
+	for _, l := range []*metadatav1alpha1.CatalogMetadataList{&full, {ListMeta: metav1.ListMeta{ResourceVersion: "0123456789abcdef", Continue: "x"}, Items: []metadatav1alpha1.CatalogMetadata{}}} {
+		for _, f := range []form{{}, {as: "PartialObjectMetadataList", asVersion: "v1"}, {as: "PartialObjectMetadataList", asVersion: "v1beta1"}} {
+			whole, err := f.convert(l.DeepCopyObject(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got strings.Builder
+			if err := encodeList(&got, f, l.DeepCopyObject().(*metadatav1alpha1.CatalogMetadataList)); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("%+v, %d items:\nstreamed %s\nwhole    %s", f, len(l.Items), got.String(), want)
+			}
+		}
+	}
+}
+
+// TestMarshalObjectCopiesTheBlob: an object's encoding copies its blob in as stored; it is the same
+// JSON as encoding/json's, which escapes '<', '>' and '&'.
+func TestMarshalObjectCopiesTheBlob(t *testing.T) {
+	for _, content := range []string{`{"a":1}`, `{"description":"<b>x & y</b>","n":[1,2]}`, ``} {
+		m := newObject(&entry{catalog: "c", schema: "olm.bundle", pkg: "p", name: "n", object: "c.bundle.p.n", rv: "0123456789abcdef"}, nil)
+		if content != "" {
+			m.Spec.Content.Raw = []byte(content)
+		}
+		got, err := marshalObject(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) || (content != "" && !strings.Contains(string(got), content)) {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
 }

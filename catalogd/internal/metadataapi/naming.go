@@ -57,11 +57,27 @@ func sanitize(s string) string {
 // objectLabels are the selectable labels of a blob: catalog, schema, package and name, each only when
 // its value is a valid label value (long or unusual values are reachable through field selectors).
 func objectLabels(catalog, schema, pkg, name string) labels.Set {
-	set := labels.Set{}
-	for k, v := range map[string]string{"catalog": catalog, "schema": schema, "package": pkg, "name": name} {
-		if v != "" && len(validation.IsValidLabelValue(v)) == 0 {
-			set[k] = v
+	set := make(labels.Set, 4)
+	for _, kv := range [4][2]string{{"catalog", catalog}, {"schema", schema}, {"package", pkg}, {"name", name}} {
+		if kv[1] != "" && isLabelValue(kv[1]) {
+			set[kv[0]] = kv[1]
 		}
 	}
 	return set
+}
+
+// isLabelValue is validation.IsValidLabelValue without its regular expression (it runs for every
+// object of every answer): at most 63 characters, alphanumerics with '-', '_' or '.' between them.
+func isLabelValue(v string) bool {
+	if len(v) > 63 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(v)-1 || (c != '-' && c != '_' && c != '.')) {
+			return false
+		}
+	}
+	return true
 }

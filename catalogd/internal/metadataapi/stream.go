@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,6 @@ func (h *handler) serveWatch(w http.ResponseWriter, r *http.Request, f form, opt
 	if flusher != nil {
 		flusher.Flush()
 	}
-	enc := json.NewEncoder(w)
 	includeObject := r.URL.Query().Get("includeObject")
 	for {
 		var ev watch.Event
@@ -62,7 +62,7 @@ func (h *handler) serveWatch(w http.ResponseWriter, r *http.Request, f form, opt
 		if !ok {
 			return
 		}
-		if err := enc.Encode(watchEvent(f, ev, includeObject)); err != nil {
+		if _, err := w.Write(watchEvent(f, ev, includeObject)); err != nil {
 			return
 		}
 		// Flush once nothing else is ready: the initial events of a large watch go out in a few writes.
@@ -72,13 +72,15 @@ func (h *handler) serveWatch(w http.ResponseWriter, r *http.Request, f form, opt
 	}
 }
 
-// watchEvent is ev on the wire, its object in form f.
-func watchEvent(f form, ev watch.Event, includeObject string) *metav1.WatchEvent {
-	out := &metav1.WatchEvent{Type: string(ev.Type)}
+// watchEvent is ev on the wire, its object in form f: {"type":…,"object":…} and a newline.
+func watchEvent(f form, ev watch.Event, includeObject string) []byte {
 	obj, _ := ev.Object.(*metadatav1alpha1.CatalogMetadata)
 	var v any = ev.Object
+	asObject := false
 	switch {
-	case obj == nil || f.as == "":
+	case obj == nil:
+	case f.as == "":
+		asObject = true
 	case f.as == "PartialObjectMetadata":
 		v = partial(obj, f.asVersion)
 	case ev.Type == watch.Bookmark:
@@ -92,11 +94,22 @@ func watchEvent(f form, ev watch.Event, includeObject string) *metav1.WatchEvent
 			v = t
 		}
 	}
-	raw, err := json.Marshal(v)
+	var raw []byte
+	var err error
+	if asObject {
+		raw, err = marshalObject(obj)
+	} else {
+		raw, err = json.Marshal(v)
+	}
+	typ := ev.Type
 	if err != nil {
 		raw, _ = json.Marshal(apierrors.NewInternalError(err).Status())
-		out.Type = string(watch.Error)
+		typ = watch.Error
 	}
-	out.Object.Raw = raw
-	return out
+	line := make([]byte, 0, len(raw)+32)
+	line = append(line, `{"type":`...)
+	line = strconv.AppendQuote(line, string(typ))
+	line = append(line, `,"object":`...)
+	line = append(line, raw...)
+	return append(line, '}', '\n')
 }
