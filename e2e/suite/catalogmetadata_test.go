@@ -1,10 +1,12 @@
 package suite
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -142,6 +145,66 @@ var _ = Describe("CatalogMetadata API", Label("catalogmetadata"), Ordered, func(
 		}
 		Expect(pages).To(Equal(2))
 		Expect(all).To(HaveLen(6))
+	})
+
+	It("is described through kube-apiserver: discovery, kubectl tables and the merged OpenAPI documents", func(ctx SpecContext) {
+		disc, err := discovery.NewDiscoveryClientForConfig(env.cfg)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("discovery lists the resource with its verbs")
+		resources, err := disc.ServerResourcesForGroupVersion(catalogMetadataGVR.GroupVersion().String())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resources.APIResources).To(ContainElement(SatisfyAll(
+			HaveField("Name", "catalogmetadata"), HaveField("Kind", "CatalogMetadata"), HaveField("Namespaced", false),
+			HaveField("Verbs", ConsistOf("get", "list", "watch")))))
+
+		By("kube-apiserver's aggregated discovery (what kubectl api-resources and kubectl get read) has the resource")
+		Eventually(func(g Gomega) {
+			_, lists, err := disc.ServerGroupsAndResources()
+			g.Expect(err).NotTo(HaveOccurred())
+			var found bool
+			for _, l := range lists {
+				for _, r := range l.APIResources {
+					found = found || (l.GroupVersion == catalogMetadataGVR.GroupVersion().String() && r.Name == "catalogmetadata")
+				}
+			}
+			g.Expect(found).To(BeTrue(), "catalogmetadata is not in kube-apiserver's discovery")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("kubectl get's Table has the columns and a row per object")
+		raw, err := disc.RESTClient().Get().AbsPath("/apis", catalogMetadataGVR.Group, catalogMetadataGVR.Version, "catalogmetadata").
+			Param("labelSelector", "catalog="+catalogName).SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var table metav1.Table
+		Expect(json.Unmarshal(raw, &table)).To(Succeed())
+		var columns []string
+		for _, c := range table.ColumnDefinitions {
+			columns = append(columns, c.Name)
+		}
+		Expect(columns).To(Equal([]string{"Catalog", "Schema", "Package", "Name", "Object"}))
+		Expect(table.Rows).To(HaveLen(6))
+
+		By("kube-apiserver's OpenAPI v3 serves the group version's document with the kind (kubectl explain reads it)")
+		Eventually(func(g Gomega) {
+			paths, err := disc.OpenAPIV3().Paths()
+			g.Expect(err).NotTo(HaveOccurred())
+			gv, ok := paths["apis/"+catalogMetadataGVR.Group+"/"+catalogMetadataGVR.Version]
+			g.Expect(ok).To(BeTrue(), "the v3 index has no %s", catalogMetadataGVR.GroupVersion())
+			doc, err := gv.Schema("application/json")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(doc)).To(ContainSubstring(`"kind":"CatalogMetadata"`))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("kube-apiserver merged the definitions into its OpenAPI v2 document")
+		Eventually(func(g Gomega) {
+			v2, err := disc.OpenAPISchema()
+			g.Expect(err).NotTo(HaveOccurred())
+			var found bool
+			for _, d := range v2.GetDefinitions().GetAdditionalProperties() {
+				found = found || strings.HasSuffix(d.GetName(), "metadata.v1alpha1.CatalogMetadata")
+			}
+			g.Expect(found).To(BeTrue(), "no CatalogMetadata definition in kube-apiserver's /openapi/v2")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	})
 
 	It("denies a user whom RBAC does not allow to read catalog metadata", func(ctx SpecContext) {

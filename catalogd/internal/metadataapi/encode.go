@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -229,6 +230,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
 	if s.Code == 0 {
 		s.Code = http.StatusInternalServerError
+	}
+	if s.Details != nil && s.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.Details.RetryAfterSeconds)))
 	}
 	body, _ := json.Marshal(&s)
 	writeAnswer(w, r, int(s.Code), "application/json", body)

@@ -26,9 +26,10 @@ const metadataPath = "/apis/metadata.catalogd.operatorframework.io/v1alpha1/cata
 
 // apiServer is one catalogd process's metadata API over a hub.
 type apiServer struct {
-	url    string
-	hub    *Hub
-	reader *memReader
+	url     string
+	handler *handler
+	hub     *Hub
+	reader  *memReader
 }
 
 func startAPIServer(t *testing.T, catalogs map[string][]Blob) *apiServer {
@@ -46,9 +47,10 @@ func startAPIServer(t *testing.T, catalogs map[string][]Blob) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(newHandler(NewREST(hub), scheme, docs, nil))
+	h := newHandler(NewREST(hub), scheme, docs, nil)
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &apiServer{url: ts.URL, hub: hub, reader: r}
+	return &apiServer{url: ts.URL, handler: h, hub: hub, reader: r}
 }
 
 // demoCatalogs is the content of the tests: 10 objects in two catalogs.

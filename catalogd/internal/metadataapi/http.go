@@ -41,7 +41,14 @@ type handler struct {
 	scheme    *runtime.Scheme
 	openapi   http.Handler
 	authorize authorizeFunc
+	// inFlight holds a token for each get or list being served (watches do not count).
+	inFlight chan struct{}
 }
+
+// maxInFlight is how many gets and lists are served at once; more are 429 Too Many Requests with
+// Retry-After, which client-go retries, as kube-apiserver's --max-requests-inflight does. A list of a
+// large package holds its blobs while it is written, so this bounds the memory of a burst.
+const maxInFlight = 64
 
 var (
 	groupPath    = "/apis/" + metadatav1alpha1.GroupName
@@ -66,6 +73,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	observe(w, r, req, func(w http.ResponseWriter, r *http.Request) {
 		if h.authorize != nil && !healthPaths[r.URL.Path] && !h.authorize(w, r, req) {
 			return
+		}
+		if req.Resource && req.Verb != "watch" {
+			select {
+			case h.inFlight <- struct{}{}:
+				defer func() { <-h.inFlight }()
+			default:
+				writeError(w, r, apierrors.NewTooManyRequests(
+					fmt.Sprintf("catalogd is serving %d requests of the CatalogMetadata API already; retry", cap(h.inFlight)), 1))
+				return
+			}
 		}
 		serve(w, r)
 	})
@@ -247,5 +264,5 @@ func (h *handler) discovery(path string) http.HandlerFunc {
 
 // newHandler serves rest; openapi and authorize may be nil.
 func newHandler(rest *REST, scheme *runtime.Scheme, openapi http.Handler, authorize authorizeFunc) *handler {
-	return &handler{rest: rest, scheme: scheme, openapi: openapi, authorize: authorize}
+	return &handler{rest: rest, scheme: scheme, openapi: openapi, authorize: authorize, inFlight: make(chan struct{}, maxInFlight)}
 }

@@ -28,14 +28,20 @@ import (
 // send sends method path with the headers (name, value pairs) and returns the answer and its body.
 func (s *apiServer) send(t *testing.T, method, path string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.url+path, nil)
+	return roundTrip(t, method, s.url+path, headers...)
+}
+
+// roundTrip sends one request and reads the answer as sent: no transparent decompression, no
+// redirects followed.
+func roundTrip(t *testing.T, method, url string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	// No transparent decompression: the test sees what was sent.
 	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -361,5 +367,28 @@ func TestMarshalObjectCopiesTheBlob(t *testing.T) {
 		if !reflect.DeepEqual(a, b) || (content != "" && !strings.Contains(string(got), content)) {
 			t.Errorf("got %s, want %s", got, want)
 		}
+	}
+}
+
+// TestHTTPTooManyRequests: beyond maxInFlight gets and lists at once, a request is 429 with
+// Retry-After (client-go retries it); watches and discovery are not limited.
+func TestHTTPTooManyRequests(t *testing.T) {
+	s := startAPIServer(t, demoCatalogs())
+	for i := 0; i < cap(s.handler.inFlight); i++ {
+		s.handler.inFlight <- struct{}{}
+	}
+	resp, body := s.send(t, "GET", metadataPath)
+	if st := decode[metav1.Status](t, body); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || st.Reason != metav1.StatusReasonTooManyRequests {
+		t.Errorf("list while full: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if resp, _ := s.send(t, "GET", "/apis"); resp.StatusCode != http.StatusOK {
+		t.Errorf("discovery while full: %d", resp.StatusCode)
+	}
+	if got := s.get(t, q("watch", "true")); got.code != http.StatusOK {
+		t.Errorf("watch while full: %d", got.code)
+	}
+	<-s.handler.inFlight
+	if got := s.get(t, nil); got.code != http.StatusOK {
+		t.Errorf("list with a free slot: %d", got.code)
 	}
 }

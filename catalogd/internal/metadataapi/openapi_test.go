@@ -3,7 +3,6 @@ package metadataapi
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -59,24 +58,7 @@ func serveOpenAPI(t *testing.T) *httptest.Server {
 // returned, not followed.
 func fetch(t *testing.T, ts *httptest.Server, method, path string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return roundTrip(t, method, ts.URL+path, headers...)
 }
 
 func fetchOK(t *testing.T, ts *httptest.Server, path string, headers ...string) (*http.Response, []byte) {
