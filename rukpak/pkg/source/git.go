@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	gitclient "github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -33,10 +35,14 @@ const gitRepoField = "spec.source.git.repository"
 var installFileTransportOnce sync.Once
 
 // installFileTransport makes go-git serve file:// repositories in-process instead of running the
-// git-upload-pack binary, which controller images do not have.
+// git-upload-pack binary, which controller images do not have, and read the reference
+// advertisements of http(s) servers with a limit (refsLimitTransport).
 func installFileTransport() {
 	installFileTransportOnce.Do(func() {
 		gitclient.InstallProtocol("file", server.NewClient(fileLoader{}))
+		limited := githttp.NewClient(&http.Client{Transport: refsLimitTransport{base: http.DefaultTransport}})
+		gitclient.InstallProtocol("http", limited)
+		gitclient.InstallProtocol("https", limited)
 	})
 }
 
@@ -62,12 +68,15 @@ type gitSource struct {
 	auth transport.AuthMethod
 	// maxPack bounds the bytes of the packfile one fetch may receive (Limits.MaxBytes).
 	maxPack int64
+	// maxRefs bounds the reference advertisement of an http(s) server (Limits.MaxAdvertisedRefs).
+	maxRefs int64
 }
 
 // unpackGit resolves the branch, tag or commit to a commit id, fetches it (shallow when the server
 // allows) into a throw-away bare repository and writes the directory's files from the commit's tree.
 func (u *DiskUnpacker) unpackGit(ctx context.Context, key string, spec rukpakv1alpha1.GitSource, opts Options) (*Result, error) {
-	g := &gitSource{spec: spec, what: fmt.Sprintf("repository %q", spec.Repository), maxPack: u.cfg.Limits.MaxBytes}
+	g := &gitSource{spec: spec, what: fmt.Sprintf("repository %q", spec.Repository), maxPack: u.cfg.Limits.MaxBytes, maxRefs: u.cfg.Limits.MaxAdvertisedRefs}
+	ctx = withRefsBudget(ctx, g.maxRefs)
 	var err error
 	if g.ep, err = transport.NewEndpoint(spec.Repository); err != nil {
 		return nil, newError(KindInvalidSource, err, "%s is not a valid git URL: %v (check %s)", g.what, err, gitRepoField)
@@ -358,6 +367,10 @@ func (g *gitSource) classify(ctx context.Context, err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if refsExceeded(ctx) {
+		return newError(KindTooLarge, err, "%s: the server advertised more than %s of references (branches, tags and the others git ls-remote lists), the limit; use a repository with fewer references (check %s)",
+			g.what, formatBytes(g.maxRefs), gitRepoField)
 	}
 	if ctx.Err() != nil {
 		return timeoutError(ctx, err, timeoutOf(ctx), g.what, gitRepoField)

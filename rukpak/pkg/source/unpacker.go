@@ -55,6 +55,9 @@ type Limits struct {
 	MaxBytes int64
 	// MaxFiles bounds the number of files, directories and links written. Default DefaultMaxFiles.
 	MaxFiles int
+	// MaxAdvertisedRefs bounds the reference advertisement an http(s) git server sends (gitrefs.go).
+	// Default DefaultMaxAdvertisedRefs.
+	MaxAdvertisedRefs int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -63,6 +66,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = DefaultMaxFiles
+	}
+	if l.MaxAdvertisedRefs <= 0 {
+		l.MaxAdvertisedRefs = DefaultMaxAdvertisedRefs
 	}
 	return l
 }
