@@ -85,6 +85,12 @@ func notAcceptableError(message string) error {
 	}}
 }
 
+// needsContent says whether an answer in form f shows the blobs: objects do, tables only with
+// includeObject=Object, metadata never.
+func (f form) needsContent(includeObject string) bool {
+	return f.as == "" || (f.as == "Table" && metav1.IncludeObjectPolicy(includeObject) == metav1.IncludeObject)
+}
+
 // convert turns obj (a CatalogMetadata or CatalogMetadataList) into what f asks for. includeObject
 // is the request's includeObject parameter, for Tables (default Metadata, as kube-apiserver).
 func (f form) convert(obj runtime.Object, includeObject string) (any, error) {

@@ -181,7 +181,11 @@ func (h *handler) serveList(name string, watching bool) http.HandlerFunc {
 			h.serveWatch(w, r, f, opts)
 			return
 		}
-		obj, err := h.rest.List(r.Context(), opts)
+		list := h.rest.List
+		if !f.needsContent(r.URL.Query().Get("includeObject")) {
+			list = h.rest.ListWithoutContent
+		}
+		obj, err := list(r.Context(), opts)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -392,3 +392,28 @@ func TestHTTPTooManyRequests(t *testing.T) {
 		t.Errorf("list with a free slot: %d", got.code)
 	}
 }
+
+// TestHTTPMetadataFormsReadNoBlobs: a list answered as a kubectl table (rows with metadata) or as
+// metadata only reads no blob from the store; objects, and tables with includeObject=Object, do.
+func TestHTTPMetadataFormsReadNoBlobs(t *testing.T) {
+	s := startAPIServer(t, demoCatalogs())
+	for _, tc := range []struct {
+		query, accept string
+		reads         int64
+	}{
+		{"", "application/json;as=Table;v=v1;g=meta.k8s.io", 0},
+		{"?includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io", 0},
+		{"", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", 0},
+		{"?includeObject=Object", "application/json;as=Table;v=v1;g=meta.k8s.io", 10},
+		{"", "application/json", 10},
+	} {
+		before := s.reader.contentReads.Load()
+		resp, body := s.send(t, "GET", metadataPath+tc.query, "Accept", tc.accept)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", tc.accept, tc.query, resp.StatusCode, body)
+		}
+		if got := s.reader.contentReads.Load() - before; got != tc.reads {
+			t.Errorf("%s %s: read %d blobs, want %d", tc.accept, tc.query, got, tc.reads)
+		}
+	}
+}

@@ -25,6 +25,9 @@ type Blob struct {
 // Filter narrows blobs by exact values; an empty field matches everything.
 type Filter struct {
 	Schema, Package, Name string
+	// NoContent leaves Blob.Content nil: the blobs are not read, only their identities (answers in
+	// metadata-only forms, such as kubectl get's tables, need no more).
+	NoContent bool
 }
 
 // ContentReader is the read side of catalogd's content store.

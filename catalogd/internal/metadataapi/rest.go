@@ -103,11 +103,22 @@ var errStop = errors.New("page full")
 // first one had (on any replica), otherwise it is 410 Gone. The steps: listStart (check the
 // continue token or resourceVersion) → view (pin the current state) → continueView (check that a
 // continued list still sees the content of its first page) → fillPage.
-func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+func (r *REST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	return r.list(ctx, opts, true)
+}
+
+// ListWithoutContent is List with the objects' spec.content left empty: the blobs are not read, for
+// answers that show only metadata (kubectl tables, PartialObjectMetadataList).
+func (r *REST) ListWithoutContent(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	return r.list(ctx, opts, false)
+}
+
+func (r *REST) list(_ context.Context, opts *metainternalversion.ListOptions, content bool) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
 	sel := newSelection(opts.LabelSelector, opts.FieldSelector)
+	sel.filter.NoContent = !content
 	cont, err := r.listStart(opts, sel)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 type memReader struct {
 	mu       sync.Mutex
 	catalogs map[string][]Blob
+	// contentReads counts the blobs its snapshots handed out with their content.
+	contentReads atomic.Int64
 }
 
 func (m *memReader) Hashes() map[string]string {
@@ -42,7 +45,7 @@ func (m *memReader) Open(catalog string) (Snapshot, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	return &memSnapshot{hash: memHash(blobs), blobs: append([]Blob(nil), blobs...)}, true, nil
+	return &memSnapshot{hash: memHash(blobs), blobs: append([]Blob(nil), blobs...), reads: &m.contentReads}, true, nil
 }
 
 func memHash(blobs []Blob) string {
@@ -57,6 +60,7 @@ func memHash(blobs []Blob) string {
 type memSnapshot struct {
 	hash  string
 	blobs []Blob
+	reads *atomic.Int64
 }
 
 func (s *memSnapshot) Hash() string { return s.hash }
@@ -66,6 +70,11 @@ func (s *memSnapshot) Blobs(f Filter, fn func(Blob) error) error {
 	for _, b := range s.blobs {
 		if (f.Schema != "" && b.Schema != f.Schema) || (f.Package != "" && b.Package != f.Package) || (f.Name != "" && b.Name != f.Name) {
 			continue
+		}
+		if f.NoContent {
+			b.Content = nil
+		} else if s.reads != nil {
+			s.reads.Add(1)
 		}
 		if err := fn(b); err != nil {
 			return err

@@ -60,9 +60,12 @@ func (s *storeSnapshot) Close() error { return s.file.Close() }
 // Blobs reads the matching blobs from the open file (concurrent calls are safe: reads are ReadAt).
 func (s *storeSnapshot) Blobs(f Filter, fn func(Blob) error) error {
 	for _, e := range s.content.Query(f.Schema, f.Package, f.Name) {
-		content, err := storage.ReadBlob(s.file, e)
-		if err != nil {
-			return fmt.Errorf("catalog %q: reading %s: %w", s.content.Catalog, s.file.Name(), err)
+		var content []byte
+		if !f.NoContent {
+			var err error
+			if content, err = storage.ReadBlob(s.file, e); err != nil {
+				return fmt.Errorf("catalog %q: reading %s: %w", s.content.Catalog, s.file.Name(), err)
+			}
 		}
 		pkg := e.Package
 		if pkg == "" && e.Schema == "olm.package" {
