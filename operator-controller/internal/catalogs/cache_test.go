@@ -44,12 +44,16 @@ func catalog(name, hash string, serving bool, priority int32) catalogdv1alpha1.C
 	return c
 }
 
-func TestCacheReadsOnlyChangedCatalogs(t *testing.T) {
+// TestCacheReadsServingCatalogsWithTheirPriority: what this wrapper adds to deppy's cluster.Cache
+// (whose own tests cover re-reads, hash checks and backoff): catalogd Catalogs are read when they
+// are Serving with a content hash, with spec.priority as the bundles' catalog priority, and an
+// unreadable catalog fails the call.
+func TestCacheReadsServingCatalogsWithTheirPriority(t *testing.T) {
 	ctx := context.Background()
 	r := &fakeReader{content: map[string]string{"one": pkgFBC("a", "1.0.0"), "two": pkgFBC("b", "1.0.0"), "off": pkgFBC("c", "1.0.0")}, reads: map[string]int{}}
 	c := &Cache{Reader: r}
 
-	cats := []catalogdv1alpha1.Catalog{catalog("two", "h2", true, 0), catalog("one", "h1", true, 5), catalog("off", "h3", false, 0)}
+	cats := []catalogdv1alpha1.Catalog{catalog("two", "h2", true, 0), catalog("one", "h1", true, 5), catalog("off", "h3", false, 0), catalog("nohash", "", true, 0)}
 	idx, names, err := c.Index(ctx, cats)
 	if err != nil {
 		t.Fatal(err)
@@ -57,35 +61,11 @@ func TestCacheReadsOnlyChangedCatalogs(t *testing.T) {
 	if strings.Join(names, ",") != "one,two" || len(idx.Bundles("a")) != 1 || len(idx.Bundles("c")) != 0 {
 		t.Fatalf("names %v, packages %v", names, idx.Packages())
 	}
-	if idx.Bundles("a")[0].CatalogPriority != 5 {
-		t.Errorf("priority %d, want 5", idx.Bundles("a")[0].CatalogPriority)
+	if idx.Bundles("a")[0].CatalogPriority != 5 || idx.Bundles("b")[0].CatalogPriority != 0 {
+		t.Errorf("priorities %d and %d, want 5 and 0", idx.Bundles("a")[0].CatalogPriority, idx.Bundles("b")[0].CatalogPriority)
 	}
-
-	// Same hashes: nothing is read, the same index is returned.
-	again, _, err := c.Index(ctx, cats)
-	if err != nil || again != idx || c.Reads() != 2 {
-		t.Fatalf("unchanged catalogs: same index %v, reads %d, err %v", again == idx, c.Reads(), err)
-	}
-
-	// A new hash for "one" reads "one" again, and only it; a priority change alone reads nothing.
-	r.content["one"] = pkgFBC("a", "2.0.0")
-	cats[1].Status.ContentHash = "h1b"
-	cats[0].Spec.Priority = 7
-	idx, _, err = c.Index(ctx, cats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.reads["one"] != 2 || r.reads["two"] != 1 || r.reads["off"] != 0 {
-		t.Errorf("reads %v", r.reads)
-	}
-	if idx.Bundles("a")[0].VersionString != "2.0.0" || idx.Bundles("b")[0].CatalogPriority != 7 {
-		t.Errorf("index not updated: a %s, b priority %d", idx.Bundles("a")[0].VersionString, idx.Bundles("b")[0].CatalogPriority)
-	}
-
-	// A deleted catalog leaves the index; a failing read fails the call.
-	idx, names, err = c.Index(ctx, cats[:1])
-	if err != nil || strings.Join(names, ",") != "two" || len(idx.Bundles("a")) != 0 {
-		t.Fatalf("after deletion: names %v, err %v", names, err)
+	if r.reads["off"] != 0 || r.reads["nohash"] != 0 {
+		t.Errorf("catalogs that are not serving were read: %v", r.reads)
 	}
 	if _, _, err := c.Index(ctx, []catalogdv1alpha1.Catalog{catalog("missing", "x", true, 0)}); err == nil {
 		t.Fatal("want an error for an unreadable catalog")
