@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -172,21 +173,27 @@ const gzipAbove = 128 << 10
 
 // writeAnswer writes an encoded answer with status code.
 func writeAnswer(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
+	out, done := startAnswer(w, r, code, contentType, len(body))
+	_, _ = out.Write(body)
+	done()
+}
+
+// startAnswer writes the headers of an answer of about size bytes and returns where its body goes:
+// through gzip when size is gzipAbove or more and the client accepts it. done ends the body.
+func startAnswer(w http.ResponseWriter, r *http.Request, code int, contentType string, size int) (out io.Writer, done func()) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache, private")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if len(body) >= gzipAbove && acceptsGzip(r) {
-		h.Set("Content-Encoding", "gzip")
-		h.Add("Vary", "Accept-Encoding")
+	if size < gzipAbove || !acceptsGzip(r) {
 		w.WriteHeader(code)
-		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		_, _ = gz.Write(body)
-		_ = gz.Close()
-		return
+		return w, func() {}
 	}
+	h.Set("Content-Encoding", "gzip")
+	h.Add("Vary", "Accept-Encoding")
 	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	return gz, func() { _ = gz.Close() }
 }
 
 func acceptsGzip(r *http.Request) bool {

@@ -10,9 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
@@ -32,28 +29,16 @@ type guard struct {
 }
 
 func newGuard(config *rest.Config) (*guard, error) {
-	httpClient, err := rest.HTTPClientFor(config)
-	if err != nil {
-		return nil, err
-	}
-	tokens, err := authenticationv1.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	reviews, err := authorizationv1.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	core, err := corev1.NewForConfigAndClient(config, httpClient)
+	clients, err := delegate.ClientsFor(config, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &guard{
 		authn: delegate.NewAuthenticator(delegate.AuthenticatorOptions{
-			TokenReviews: tokens.TokenReviews(), ConfigMaps: core, Anonymous: true, CacheTTL: 10 * time.Second,
+			TokenReviews: clients.TokenReviews, ConfigMaps: clients.ConfigMaps, Anonymous: true, CacheTTL: 10 * time.Second,
 		}),
 		authz: delegate.NewAuthorizer(delegate.AuthorizerOptions{
-			SubjectAccessReviews: reviews.SubjectAccessReviews(),
+			SubjectAccessReviews: clients.SubjectAccessReviews,
 			AllowTTL:             10 * time.Second, DenyTTL: 10 * time.Second,
 			AlwaysAllowGroups: []string{"system:masters"},
 		}),

@@ -282,15 +282,7 @@ func TestHTTPMalformedResourceVersions(t *testing.T) {
 // getObject sends GET metadataPath/name?query.
 func (s *apiServer) getObject(t *testing.T, name string, query url.Values) response {
 	t.Helper()
-	resp, err := http.Get(s.url + metadataPath + "/" + url.PathEscape(name) + "?" + query.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := roundTrip(t, http.MethodGet, s.url+metadataPath+"/"+url.PathEscape(name)+"?"+query.Encode())
 	out := response{code: resp.StatusCode, body: string(body)}
 	if resp.StatusCode != http.StatusOK {
 		if err := json.Unmarshal(body, &out.status); err != nil {

@@ -3,7 +3,6 @@ package metadataapi
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,19 +23,8 @@ func streamsList(f form) bool {
 // the answer is large and the client accepts it), so that a large list is never held twice in
 // memory, once as objects and once as its encoding. The bytes are those of encoding the list whole.
 func writeList(w http.ResponseWriter, r *http.Request, f form, l *metadatav1alpha1.CatalogMetadataList) {
-	h := w.Header()
-	h.Set("Content-Type", f.contentType())
-	h.Set("Cache-Control", "no-cache, private")
-	h.Set("X-Content-Type-Options", "nosniff")
-	var out io.Writer = w
-	if estimateListSize(l) >= gzipAbove && acceptsGzip(r) {
-		h.Set("Content-Encoding", "gzip")
-		h.Add("Vary", "Accept-Encoding")
-		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		defer gz.Close()
-		out = gz
-	}
-	w.WriteHeader(http.StatusOK)
+	out, done := startAnswer(w, r, http.StatusOK, f.contentType(), estimateListSize(l))
+	defer done()
 	buf := bufio.NewWriterSize(out, 32<<10)
 	defer buf.Flush()
 	_ = encodeList(buf, f, l)

@@ -42,9 +42,7 @@ func (h *handler) serveWatch(w http.ResponseWriter, r *http.Request, f form, opt
 	defer timer.Stop()
 
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", f.contentType())
-	w.Header().Set("Cache-Control", "no-cache, private")
-	w.WriteHeader(http.StatusOK)
+	startAnswer(w, r, http.StatusOK, f.contentType(), 0) // never compressed: events are flushed one by one
 	if flusher != nil {
 		flusher.Flush()
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -21,20 +19,17 @@ import (
 // expired one — is answered 401 (controller-runtime's own filter answers 500 to an invalid token);
 // an authenticated one that may not get the path, 403; an authorizer that cannot be reached, 503.
 func metricsAuth(config *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-	authn, err := authenticationv1.NewForConfigAndClient(config, httpClient)
+	clients, err := delegate.ClientsFor(config, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	authz, err := authorizationv1.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, err
-	}
+	// Bearer tokens only: no ConfigMaps, so no client certificates.
 	authenticator := delegate.NewAuthenticator(delegate.AuthenticatorOptions{
-		TokenReviews: authn.TokenReviews(),
+		TokenReviews: clients.TokenReviews,
 		CacheTTL:     time.Minute,
 	})
 	authorizer := delegate.NewAuthorizer(delegate.AuthorizerOptions{
-		SubjectAccessReviews: authz.SubjectAccessReviews(),
+		SubjectAccessReviews: clients.SubjectAccessReviews,
 		AllowTTL:             time.Minute,
 		DenyTTL:              10 * time.Second,
 	})
