@@ -32,8 +32,12 @@ type Binaries struct {
 	ControllerManager string
 	Scheduler         string
 	Kubectl           string
-	Etcd              string
-	Kwok              string
+	// Kubelet and KubeProxy run real nodes (the real-node tier); they come from the same build as
+	// kube-apiserver, so node and control plane are always one release.
+	Kubelet   string
+	KubeProxy string
+	Etcd      string
+	Kwok      string
 	// KwokStages is the kwok stage configuration that makes fake nodes Ready and pods Running.
 	KwokStages string
 	// AssetsDir holds kube-apiserver, etcd and kubectl together, the layout controller-runtime's envtest
@@ -77,6 +81,8 @@ func layout(cacheDir string) *Binaries {
 		ControllerManager: filepath.Join(k8s, "kube-controller-manager"),
 		Scheduler:         filepath.Join(k8s, "kube-scheduler"),
 		Kubectl:           filepath.Join(k8s, "kubectl"),
+		Kubelet:           filepath.Join(k8s, "kubelet"),
+		KubeProxy:         filepath.Join(k8s, "kube-proxy"),
 		Etcd:              filepath.Join(etcd, "etcd"),
 		Kwok:              filepath.Join(kwok, "kwok"),
 		KwokStages:        filepath.Join(kwok, "stages.yaml"),
@@ -89,53 +95,44 @@ type component struct {
 	name, version string
 	srcDir        string // the wrapper module, outside any go.work
 	outDir        string
-	build         func(ctx context.Context, c *component, log io.Writer) error
+	// files are the executables the component must have produced; a cache from an older build that
+	// lacks one of them is built again.
+	files []string
+	build func(ctx context.Context, c *component, log io.Writer) error
 }
 
 const stampFile = ".complete"
 
 func (c *component) complete() bool {
 	got, err := os.ReadFile(filepath.Join(c.outDir, stampFile))
-	return err == nil && strings.TrimSpace(string(got)) == c.version
+	if err != nil || strings.TrimSpace(string(got)) != c.version {
+		return false
+	}
+	for _, f := range c.files {
+		if _, err := os.Stat(filepath.Join(c.outDir, f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
+
+// kubernetesCommands are the commands built from k8s.io/kubernetes in one go build.
+var kubernetesCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet", "kube-proxy"}
 
 func components(cacheDir string) []*component {
 	src := filepath.Join(cacheDir, "src")
 	return []*component{
-		{name: "etcd", version: EtcdVersion, srcDir: filepath.Join(src, "etcd-"+EtcdVersion), outDir: filepath.Join(cacheDir, "etcd", EtcdVersion), build: buildEtcd},
-		{name: "kwok", version: KwokVersion, srcDir: filepath.Join(src, "kwok-"+KwokVersion), outDir: filepath.Join(cacheDir, "kwok", KwokVersion), build: buildKwok},
-		{name: "kubernetes", version: KubernetesVersion, srcDir: filepath.Join(src, "kubernetes-"+KubernetesVersion), outDir: filepath.Join(cacheDir, "kubernetes", KubernetesVersion), build: buildKubernetes},
+		{name: "etcd", version: EtcdVersion, srcDir: filepath.Join(src, "etcd-"+EtcdVersion), outDir: filepath.Join(cacheDir, "etcd", EtcdVersion), files: []string{"etcd"}, build: buildEtcd},
+		{name: "kwok", version: KwokVersion, srcDir: filepath.Join(src, "kwok-"+KwokVersion), outDir: filepath.Join(cacheDir, "kwok", KwokVersion), files: []string{"kwok", "stages.yaml"}, build: buildKwok},
+		{name: "kubernetes", version: KubernetesVersion, srcDir: filepath.Join(src, "kubernetes-"+KubernetesVersion), outDir: filepath.Join(cacheDir, "kubernetes", KubernetesVersion), files: kubernetesCommands, build: buildKubernetes},
 	}
 }
 
 // Build builds every binary that is not yet in cacheDir, printing progress to log, and returns them all.
 // A cold build takes 15–25 minutes on two cores; a warm one returns at once.
 func Build(ctx context.Context, cacheDir string, log io.Writer) (*Binaries, error) {
-	for _, c := range components(cacheDir) {
-		if c.complete() {
-			fmt.Fprintf(log, "localcluster: %s %s cached in %s\n", c.name, c.version, c.outDir)
-			continue
-		}
-		start := time.Now()
-		fmt.Fprintf(log, "localcluster: building %s %s from the Go module proxy (once; cached in %s)\n", c.name, c.version, c.outDir)
-		stop := progress(log, c.name, start)
-		err := func() error {
-			if err := os.MkdirAll(c.srcDir, 0o755); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(c.outDir, 0o755); err != nil {
-				return err
-			}
-			return c.build(ctx, c, log)
-		}()
-		stop()
-		if err != nil {
-			return nil, fmt.Errorf("building %s %s: %w", c.name, c.version, err)
-		}
-		if err := os.WriteFile(filepath.Join(c.outDir, stampFile), []byte(c.version+"\n"), 0o644); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(log, "localcluster: built %s %s in %s\n", c.name, c.version, time.Since(start).Round(time.Second))
+	if err := buildComponents(ctx, components(cacheDir), log); err != nil {
+		return nil, err
 	}
 	b := layout(cacheDir)
 	if err := linkAssets(b); err != nil {
@@ -305,7 +302,7 @@ func buildKubernetes(ctx context.Context, c *component, log io.Writer) error {
 		replaces[m] = m + " " + kubernetesStagingVersion
 	}
 	main := "//go:build tools\n\n// Generated by olmv1 localcluster: pins the Kubernetes commands built from k8s.io/kubernetes.\npackage tools\n\nimport (\n" +
-		"\t_ \"k8s.io/kubernetes/cmd/kube-apiserver\"\n\t_ \"k8s.io/kubernetes/cmd/kube-controller-manager\"\n\t_ \"k8s.io/kubernetes/cmd/kube-scheduler\"\n\t_ \"k8s.io/kubernetes/cmd/kubectl\"\n)\n"
+		"\t_ \"k8s.io/kubernetes/cmd/kube-apiserver\"\n\t_ \"k8s.io/kubernetes/cmd/kube-controller-manager\"\n\t_ \"k8s.io/kubernetes/cmd/kube-scheduler\"\n\t_ \"k8s.io/kubernetes/cmd/kubectl\"\n\t_ \"k8s.io/kubernetes/cmd/kubelet\"\n\t_ \"k8s.io/kubernetes/cmd/kube-proxy\"\n)\n"
 	if err := writeModule(c.srcDir, "olmv1.local/k8sbins", []string{"k8s.io/kubernetes " + KubernetesVersion}, replaces, main); err != nil {
 		return err
 	}
@@ -313,7 +310,7 @@ func buildKubernetes(ctx context.Context, c *component, log io.Writer) error {
 		return fmt.Errorf("go mod tidy: %w", err)
 	}
 	args := []string{"build", "-trimpath", "-ldflags=" + kubernetesLDFlags(), "-o", c.outDir + string(filepath.Separator)}
-	for _, cmd := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+	for _, cmd := range kubernetesCommands {
 		args = append(args, "k8s.io/kubernetes/cmd/"+cmd)
 	}
 	return goCmd(ctx, c.srcDir, log, args...).Run()

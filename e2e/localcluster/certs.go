@@ -33,6 +33,8 @@ const (
 	frontProxyKey      = "front-proxy-client.key"
 	adminCert          = "admin.crt"
 	adminKey           = "admin.key"
+	kubeletClientCert  = "apiserver-kubelet-client.crt"
+	kubeletClientKey   = "apiserver-kubelet-client.key"
 	serviceAccountKey  = "sa.key"
 	serviceAccountPub  = "sa.pub"
 	frontProxyUserName = "front-proxy-client"
@@ -53,10 +55,12 @@ var (
 	apiServerIPs      = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.96.0.1")}
 )
 
-// generatePKI creates a cluster CA with an apiserver serving certificate and an admin client
-// certificate, a front-proxy CA with the aggregation layer's client certificate, and the
-// service-account signing key pair. Every certificate has a P-256 ECDSA key, stored as SEC 1.
-func generatePKI(dir string) (pki, error) {
+// generatePKI creates a cluster CA with an apiserver serving certificate (for apiServerIPs and
+// extraIPs: a real-node cluster's node IP and kubernetes Service IP), an admin client certificate and
+// the client certificate kube-apiserver presents to kubelets, a front-proxy CA with the aggregation
+// layer's client certificate, and the service-account signing key pair. Every certificate has a
+// P-256 ECDSA key, stored as SEC 1.
+func generatePKI(dir string, extraIPs ...net.IP) (pki, error) {
 	p := pki{dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return p, err
@@ -75,12 +79,16 @@ func generatePKI(dir string) (pki, error) {
 		return p, err
 	}
 	serving := olmpki.ServingRequest(apiServerDNSNames, notBefore, leafNotAfter)
-	serving.Subject, serving.IPAddresses = pkix.Name{CommonName: "kube-apiserver"}, apiServerIPs
+	serving.Subject, serving.IPAddresses = pkix.Name{CommonName: "kube-apiserver"}, append(append([]net.IP{}, apiServerIPs...), extraIPs...)
 	if _, err := p.issue(servingCert, servingKey, serving, ca); err != nil {
 		return p, err
 	}
 	admin := olmpki.ClientRequest(pkix.Name{CommonName: "olmv1-admin", Organization: []string{"system:masters"}}, notBefore, leafNotAfter)
 	if _, err := p.issue(adminCert, adminKey, admin, ca); err != nil {
+		return p, err
+	}
+	kubeletClient := olmpki.ClientRequest(pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, notBefore, leafNotAfter)
+	if _, err := p.issue(kubeletClientCert, kubeletClientKey, kubeletClient, ca); err != nil {
 		return p, err
 	}
 	fpCA, err := p.issue(frontProxyCACert, frontProxyCAKey, caRequest("olmv1-local-front-proxy-ca"), nil)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,6 +42,12 @@ type Options struct {
 	Detached bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// RealNodes is the number of real kubelet nodes (0 or 1; see docs/real-nodes.md). With one, the
+	// whole cluster runs in a network namespace of its own with a real node instead of kwok nodes, and
+	// NodeBinaries is required. Real-node clusters cannot be Detached: the host reaches their API
+	// server through a forwarder in this program.
+	RealNodes    int
+	NodeBinaries *NodeBinaries
 }
 
 // Cluster is a running local control plane.
@@ -50,6 +57,11 @@ type Cluster struct {
 	APIServer  string     `json:"apiServer"`
 	Processes  []*Process `json:"processes"`
 	AssetsDir  string     `json:"assetsDir"`
+	// Netns and Node are set for a real-node cluster.
+	Netns *Netns    `json:"netns,omitempty"`
+	Node  *RealNode `json:"node,omitempty"`
+
+	forwarder *Forwarder
 }
 
 const stateFile = "state.json"
@@ -63,6 +75,9 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	}
 	if o.Nodes == 0 {
 		o.Nodes = 2
+	}
+	if o.RealNodes > 0 {
+		return upRealNode(ctx, o)
 	}
 	logw := o.Log
 	if logw == nil {
@@ -150,7 +165,10 @@ func pickPorts() (clusterPorts, error) {
 // launch starts a process of the cluster, logging to the cluster's logs directory, and records it
 // in the state file.
 func (c *Cluster) launch(detached bool, name, bin string, args ...string) error {
-	proc, err := startProcess(name, filepath.Join(c.Dir, "logs"), detached, bin, args...)
+	if c.Netns != nil {
+		bin, args = c.Netns.nsenterArgs(0, bin, args...)
+	}
+	proc, err := startProcess(name, filepath.Join(c.Dir, "logs"), detached, nil, bin, args...)
 	if err != nil {
 		return err
 	}
@@ -173,10 +191,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports cl
 	); err != nil {
 		return nil, err
 	}
-	if err := c.launch(o.Detached, "kube-apiserver", b.APIServer,
+	if err := c.launch(o.Detached, "kube-apiserver", b.APIServer, append(c.apiServerNetworkFlags(p),
 		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports.apiServer),
-		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+		"--secure-port="+strconv.Itoa(ports.apiServer),
 		"--tls-cert-file="+p.path(servingCert), "--tls-private-key-file="+p.path(servingKey),
 		"--client-ca-file="+p.path(caCert),
 		"--authorization-mode=Node,RBAC",
@@ -190,12 +207,47 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports cl
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+p.path(serviceAccountPub),
 		"--service-account-signing-key-file="+p.path(serviceAccountKey),
-		"--service-cluster-ip-range="+ServiceCIDR,
 		"--allow-privileged=true",
-	); err != nil {
+	)...); err != nil {
 		return nil, err
 	}
+	if c.Netns != nil {
+		// The host reaches the API server only through a forwarder on its own loopback.
+		fwd, err := Forward(c.Netns, "127.0.0.1:"+strconv.Itoa(ports.apiServer))
+		if err != nil {
+			return nil, err
+		}
+		c.forwarder = fwd
+		c.APIServer = "https://" + fwd.Addr
+		if err := writeKubeconfig(c.internalKubeconfig(), "https://127.0.0.1:"+strconv.Itoa(ports.apiServer), p); err != nil {
+			return nil, err
+		}
+	}
 	return c.connect(ctx, p)
+}
+
+// apiServerNetworkFlags are the flags of kube-apiserver that differ between the loopback cluster and
+// a real-node cluster in its own network namespace.
+func (c *Cluster) apiServerNetworkFlags(p pki) []string {
+	if c.Netns == nil {
+		// Loopback only: no endpoint reconciler (a loopback advertise address is fatal otherwise).
+		return []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+			"--service-cluster-ip-range=" + ServiceCIDR}
+	}
+	return []string{"--bind-address=0.0.0.0", "--advertise-address=" + c.Netns.NodeIP,
+		"--service-cluster-ip-range=" + realNodeServiceCIDR,
+		"--kubelet-client-certificate=" + p.path(kubeletClientCert), "--kubelet-client-key=" + p.path(kubeletClientKey),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--enable-admission-plugins=NodeRestriction"}
+}
+
+// internalKubeconfig is the kubeconfig of the control plane's own components: the host's for the
+// loopback cluster, one with the API server's address inside the namespace for a real-node cluster.
+func (c *Cluster) internalKubeconfig() string {
+	if c.Netns == nil {
+		return c.Kubeconfig
+	}
+	return filepath.Join(c.Dir, "kubeconfig-internal")
 }
 
 // connect writes the admin kubeconfig and waits until the API server answers /readyz.
@@ -221,18 +273,26 @@ func (c *Cluster) connect(ctx context.Context, p pki) (*kubernetes.Clientset, er
 // running API server.
 func (c *Cluster) startControllersAndKwok(o Options, p pki, ports clusterPorts) error {
 	b := o.Binaries
-	common := []string{"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig,
-		"--authorization-kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--leader-elect=false"}
+	kc := c.internalKubeconfig()
+	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc, "--bind-address=127.0.0.1", "--leader-elect=false"}
+	serviceCIDR := ServiceCIDR
+	if c.Netns != nil {
+		serviceCIDR = realNodeServiceCIDR
+	}
 	if err := c.launch(o.Detached, "kube-controller-manager", b.ControllerManager, append(common,
 		"--secure-port="+strconv.Itoa(ports.controllerManager),
 		"--service-account-private-key-file="+p.path(serviceAccountKey),
 		"--root-ca-file="+p.path(caCert),
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-cluster-ip-range="+serviceCIDR,
 	)...); err != nil {
 		return err
 	}
 	if err := c.launch(o.Detached, "kube-scheduler", b.Scheduler, append(common, "--secure-port="+strconv.Itoa(ports.scheduler))...); err != nil {
 		return err
+	}
+	if c.Netns != nil {
+		return nil // a real node instead of kwok
 	}
 	return c.launch(o.Detached, "kwok", b.Kwok,
 		"--kubeconfig="+c.Kubeconfig, "--config="+b.KwokStages,
@@ -250,12 +310,20 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 // Stop stops every process this cluster started, in reverse start order, and removes the state file.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.Node != nil {
+		errs = append(errs, c.Node.stop())
+	}
 	for i := len(c.Processes) - 1; i >= 0; i-- {
 		if err := c.Processes[i].Stop(5 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	c.Processes = nil
+	if c.forwarder != nil {
+		errs = append(errs, c.forwarder.Close())
+		c.forwarder = nil
+	}
+	errs = append(errs, c.deleteNetns())
 	if err := os.Remove(filepath.Join(c.Dir, stateFile)); err != nil && !os.IsNotExist(err) {
 		errs = append(errs, err)
 	}
@@ -276,7 +344,14 @@ func Load(dir string) (*Cluster, error) {
 }
 
 func (c *Cluster) running() bool {
-	for _, p := range c.Processes {
+	procs := slices.Clone(c.Processes)
+	if c.Node != nil {
+		procs = append(append(procs, c.Node.Processes...), c.Node.Holder)
+	}
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
 		if alive(p.PID) {
 			return true
 		}

@@ -75,7 +75,7 @@ func StartControllers(binDir, kubeconfig, logDir string, extraArgs map[string][]
 			return out, err
 		}
 		bin := filepath.Join(binDir, name)
-		p, err := startProcess(name, logDir, false, bin, args...)
+		p, err := startProcess(name, logDir, false, nil, bin, args...)
 		if err != nil {
 			return out, err
 		}

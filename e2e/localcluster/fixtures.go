@@ -18,6 +18,13 @@ var ExampleOperatorVersions = []string{"0.1.0", "0.2.0"}
 // catalogs as <addr>/catalogs/<catalogRepo>:<version> with their bundle references pointed at the
 // pushed bundles. It returns the catalog and bundle references by version.
 func PushExampleOperator(ctx context.Context, repoRoot, registryAddr, catalogRepo string) (catalogs, bundles map[string]string, err error) {
+	return PushExampleOperatorTo(ctx, repoRoot, registryAddr, registryAddr, catalogRepo)
+}
+
+// PushExampleOperatorTo is PushExampleOperator for a registry that the cluster reaches at another
+// address than this program (a real-node cluster, see Registry.ClusterAddr): it pushes to pushAddr and
+// names refAddr in the catalogs and in the references it returns.
+func PushExampleOperatorTo(ctx context.Context, repoRoot, pushAddr, refAddr, catalogRepo string) (catalogs, bundles map[string]string, err error) {
 	dir := filepath.Join(repoRoot, "e2e", "testdata", "example-operator")
 	catalogs, bundles = map[string]string{}, map[string]string{}
 	tmp, err := os.MkdirTemp("", "example-operator-catalog-")
@@ -30,8 +37,8 @@ func PushExampleOperator(ctx context.Context, repoRoot, registryAddr, catalogRep
 		if err != nil {
 			return nil, nil, err
 		}
-		bundles[v] = registryAddr + "/bundles/example-operator:" + v
-		if _, err := imagebuild.Push(ctx, img, bundles[v], imagebuild.WithInsecure()); err != nil {
+		bundles[v] = refAddr + "/bundles/example-operator:" + v
+		if _, err := imagebuild.Push(ctx, img, pushAddr+"/bundles/example-operator:"+v, imagebuild.WithInsecure()); err != nil {
 			return nil, nil, err
 		}
 		fbc, err := os.ReadFile(filepath.Join(dir, "catalogs", "index-"+v, "catalog.yaml"))
@@ -43,7 +50,7 @@ func PushExampleOperator(ctx context.Context, repoRoot, registryAddr, catalogRep
 			return nil, nil, err
 		}
 		// The fixture names its bundle images registry.invalid/...; point them at this registry.
-		content := strings.ReplaceAll(string(fbc), "registry.invalid", registryAddr)
+		content := strings.ReplaceAll(string(fbc), "registry.invalid", refAddr)
 		if err := os.WriteFile(filepath.Join(catDir, "catalog.yaml"), []byte(content), 0o644); err != nil {
 			return nil, nil, err
 		}
@@ -51,8 +58,8 @@ func PushExampleOperator(ctx context.Context, repoRoot, registryAddr, catalogRep
 		if err != nil {
 			return nil, nil, err
 		}
-		catalogs[v] = registryAddr + "/catalogs/" + catalogRepo + ":" + v
-		if _, err := imagebuild.Push(ctx, cimg, catalogs[v], imagebuild.WithInsecure()); err != nil {
+		catalogs[v] = refAddr + "/catalogs/" + catalogRepo + ":" + v
+		if _, err := imagebuild.Push(ctx, cimg, pushAddr+"/catalogs/"+catalogRepo+":"+v, imagebuild.WithInsecure()); err != nil {
 			return nil, nil, err
 		}
 	}

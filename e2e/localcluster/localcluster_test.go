@@ -89,11 +89,11 @@ func TestGeneratePKIChains(t *testing.T) {
 
 func TestProcessStopOnlyStopsItsOwnPID(t *testing.T) {
 	dir := t.TempDir()
-	a, err := startProcess("a", dir, false, "/bin/sleep", "60")
+	a, err := startProcess("a", dir, false, nil, "/bin/sleep", "60")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := startProcess("b", dir, false, "/bin/sleep", "60")
+	b, err := startProcess("b", dir, false, nil, "/bin/sleep", "60")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestProcessStopOnlyStopsItsOwnPID(t *testing.T) {
 
 func TestLoadStateAndStopFromAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
-	p, err := startProcess("sleeper", dir, true, "/bin/sleep", "60")
+	p, err := startProcess("sleeper", dir, true, nil, "/bin/sleep", "60")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,9 @@ type Process struct {
 }
 
 // startProcess runs bin with args, logging to logDir/name.log. When detached the process gets its own
-// process group and survives the caller; otherwise it is killed when the caller's thread dies.
-func startProcess(name, logDir string, detached bool, bin string, args ...string) (*Process, error) {
+// process group and survives the caller; otherwise it is killed when the caller's thread dies. env,
+// when not nil, is added to this program's environment.
+func startProcess(name, logDir string, detached bool, env []string, bin string, args ...string) (*Process, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -37,6 +38,9 @@ func startProcess(name, logDir string, detached bool, bin string, args ...string
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !detached {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

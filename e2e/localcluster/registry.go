@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -16,9 +17,12 @@ import (
 // Registry is an OCI registry (go-containerregistry's, content in memory) listening on 127.0.0.1.
 type Registry struct {
 	// Addr is host:port, e.g. 127.0.0.1:39125; image references are Addr + "/repo:tag".
-	Addr   string
-	server *http.Server
-	done   chan error
+	Addr string
+	// ClusterAddr is where a real-node cluster's pods and containerd reach the same registry (see
+	// ServeIn); image references that the cluster pulls name it. It equals Addr otherwise.
+	ClusterAddr string
+	server      *http.Server
+	done        chan error
 }
 
 // StartRegistry serves a registry on addr (use "127.0.0.1:0" for a free port). Requests are logged to
@@ -39,12 +43,26 @@ func StartRegistry(addr string, logw io.Writer) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{
-		Addr:   l.Addr().String(),
-		server: &http.Server{Handler: registry.New(registry.Logger(log.New(logw, "registry: ", log.LstdFlags))), ReadHeaderTimeout: 10 * time.Second},
-		done:   make(chan error, 1),
+		Addr:        l.Addr().String(),
+		ClusterAddr: l.Addr().String(),
+		server:      &http.Server{Handler: registry.New(registry.Logger(log.New(logw, "registry: ", log.LstdFlags))), ReadHeaderTimeout: 10 * time.Second},
+		done:        make(chan error, 1),
 	}
 	go func() { r.done <- r.server.Serve(l) }()
 	return r, nil
+}
+
+// ServeIn also serves the registry inside a real-node cluster's network namespace, on the node's
+// address and RealNodeRegistryPort, and sets ClusterAddr to that address. The host never dials it.
+func (r *Registry) ServeIn(ns *Netns) error {
+	addr := net.JoinHostPort(ns.NodeIP, strconv.Itoa(RealNodeRegistryPort))
+	l, err := ns.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serving the registry in network namespace %s: %w", ns.Name, err)
+	}
+	r.ClusterAddr = addr
+	go func() { _ = r.server.Serve(l) }()
+	return nil
 }
 
 // Stop shuts the registry down.

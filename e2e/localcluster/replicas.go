@@ -37,7 +37,7 @@ func StartReplica(c *Controller, name string, overrides map[string]string) (*Con
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	p, err := startProcess(name, c.logDir, false, c.bin, args...)
+	p, err := startProcess(name, c.logDir, false, nil, c.bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func (c *Controller) Restart(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("%s (pid %d) is still running: Kill it before restarting it", c.Name, c.PID)
 	}
 	name := c.Name
-	p, err := startProcess(fmt.Sprintf("%s.restart-%d", name, c.restarts+1), c.logDir, false, c.bin, c.args...)
+	p, err := startProcess(fmt.Sprintf("%s.restart-%d", name, c.restarts+1), c.logDir, false, nil, c.bin, c.args...)
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", name, err)
 	}

@@ -20,7 +20,8 @@ const usage = `olmv1-dev: a real Kubernetes control plane and OLM v1 on this mac
 
 Commands:
   build     build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler,
-            kubectl, etcd and kwok; prints their directory
+            kubectl, kubelet, kube-proxy, etcd and kwok; prints their directory
+            (--real-nodes: also containerd, the CNI plugins and the pause program)
   up        start a local control plane in the background (builds first if needed)
   down      stop exactly the processes 'up' started
   env       print KUBECONFIG and KUBEBUILDER_ASSETS for a running cluster ('eval $(olmv1-dev env)')
@@ -95,8 +96,16 @@ func buildCmd(ctx context.Context, args []string) error {
 	var cf clusterFlags
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	cf.bind(fs)
+	realNodes := fs.Bool("real-nodes", false, "also build what real nodes run: containerd, the CNI plugins and the pause program (kubelet and kube-proxy are always built)")
 	_ = fs.Parse(args)
-	b, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr)
+	build := func() (*localcluster.Binaries, error) { return localcluster.Build(ctx, cf.cacheDir, os.Stderr) }
+	if *realNodes {
+		build = func() (*localcluster.Binaries, error) {
+			b, _, err := localcluster.BuildNode(ctx, cf.cacheDir, os.Stderr)
+			return b, err
+		}
+	}
+	b, err := build()
 	if err != nil {
 		return err
 	}

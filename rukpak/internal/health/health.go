@@ -4,7 +4,8 @@
 // Bound, APIServices Available, and the Services that its webhooks call with a ready endpoint. Other
 // kinds are healthy once they exist. The message of an unready Deployment, StatefulSet or DaemonSet
 // carries the workload's own failure when its conditions report one (ReplicaFailure,
-// ProgressDeadlineExceeded), so that a person sees why pods are missing.
+// ProgressDeadlineExceeded) and what its pods say (see PodProblem), so that a person sees why pods
+// are missing or not ready.
 package health
 
 import (
@@ -21,8 +22,9 @@ import (
 // Check reads each object in objs (as the engine applied them) through reader and returns nil when
 // all are healthy, else an error naming the first one that is not and why. When endpoints is not nil,
 // the Services that the bundle's webhooks (admission and CRD conversion) call must also have a ready
-// endpoint; endpoints must read EndpointSlices, which rukpak does not label, so it is not the
-// label-scoped cache.
+// endpoint, and the pods of a workload that is not ready are read to say why (a scheduling failure,
+// an image pull error, CrashLoopBackOff with the container's last message); endpoints must read
+// EndpointSlices and Pods, which rukpak does not label, so it is not the label-scoped cache.
 func Check(ctx context.Context, reader, endpoints client.Reader, objs []*unstructured.Unstructured) error {
 	return NewPlan(objs).Check(ctx, reader, endpoints)
 }
@@ -55,7 +57,7 @@ func NewPlan(objs []*unstructured.Unstructured) Plan {
 
 // Check is Check for the objects the plan was made of.
 func (p Plan) Check(ctx context.Context, reader, endpoints client.Reader) error {
-	if err := checkObjects(ctx, reader, p.Objects); err != nil {
+	if err := checkObjects(ctx, reader, endpoints, p.Objects); err != nil {
 		return err
 	}
 	if endpoints == nil {
@@ -69,7 +71,9 @@ func (p Plan) Check(ctx context.Context, reader, endpoints client.Reader) error 
 	return nil
 }
 
-func checkObjects(ctx context.Context, reader client.Reader, refs []ObjectRef) error {
+// checkObjects checks each object; the pods of a workload that is not ready are read with pods (when
+// not nil) to say why.
+func checkObjects(ctx context.Context, reader, pods client.Reader, refs []ObjectRef) error {
 	for _, ref := range refs {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(ref.GVK)
@@ -80,6 +84,10 @@ func checkObjects(ctx context.Context, reader client.Reader, refs []ObjectRef) e
 			return fmt.Errorf("reading %s %s: %w", ref.GVK.Kind, ref.name(), err)
 		}
 		if ok, why := Evaluate(live); !ok {
+			switch live.GetKind() {
+			case "Deployment", "StatefulSet", "DaemonSet":
+				why = withPodProblems(ctx, pods, live, why)
+			}
 			return fmt.Errorf("%s %s is not ready: %s", live.GetKind(), name(live), why)
 		}
 	}
@@ -137,34 +145,11 @@ func Evaluate(u *unstructured.Unstructured) (bool, string) {
 			}
 			return false, withWorkloadFailures(u, "not Available: "+msg)
 		}
-		want := int64(1)
-		if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok {
-			want = r
-		}
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-		if updated < want {
-			return false, withWorkloadFailures(u, fmt.Sprintf("rollout in progress: %d of %d replicas updated", updated, want))
-		}
-		return true, ""
+		return evaluateDeploymentRollout(u)
 	case "StatefulSet":
-		want := int64(1)
-		if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok {
-			want = r
-		}
-		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-		if ready < want || updated < want {
-			return false, withWorkloadFailures(u, fmt.Sprintf("%d of %d replicas ready, %d updated", ready, want, updated))
-		}
-		return true, ""
+		return evaluateStatefulSet(u)
 	case "DaemonSet":
-		desired, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredNumberScheduled")
-		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "numberReady")
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedNumberScheduled")
-		if ready < desired || updated < desired {
-			return false, withWorkloadFailures(u, fmt.Sprintf("%d of %d pods ready, %d updated", ready, desired, updated))
-		}
-		return true, ""
+		return evaluateDaemonSet(u)
 	case "CustomResourceDefinition":
 		cond, msg := condition(u, "Established")
 		if cond != "True" {

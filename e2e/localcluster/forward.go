@@ -1,0 +1,105 @@
+package localcluster
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+)
+
+// Forwarder accepts TCP connections on 127.0.0.1 in the host's network namespace and joins each one to
+// a connection made inside a Netns: host-side tests and kubectl reach a real-node cluster's API server
+// and registry this way, while every address of the cluster stays inside its namespace.
+type Forwarder struct {
+	// Addr is the loopback address it listens on.
+	Addr string
+	l    net.Listener
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+	done bool
+}
+
+// Forward listens on a free port of 127.0.0.1 and forwards every connection to target inside ns.
+func Forward(ns *Netns, target string) (*Forwarder, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &Forwarder{Addr: l.Addr().String(), l: l, open: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				f.join(c, ns, target)
+			}()
+		}
+	}()
+	return f, nil
+}
+
+func (f *Forwarder) join(c net.Conn, ns *Netns, target string) {
+	if !f.track(c) {
+		c.Close()
+		return
+	}
+	defer f.untrack(c)
+	up, err := ns.Dial(context.Background(), "tcp", target)
+	if err != nil {
+		return
+	}
+	if !f.track(up) {
+		up.Close()
+		return
+	}
+	defer f.untrack(up)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	wg.Wait()
+}
+
+func (f *Forwarder) track(c net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return false
+	}
+	f.open[c] = struct{}{}
+	return true
+}
+
+func (f *Forwarder) untrack(c net.Conn) {
+	f.mu.Lock()
+	delete(f.open, c)
+	f.mu.Unlock()
+	c.Close()
+}
+
+// Close stops listening and closes every forwarded connection.
+func (f *Forwarder) Close() error {
+	err := f.l.Close()
+	f.mu.Lock()
+	f.done = true
+	for c := range f.open {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	return err
+}

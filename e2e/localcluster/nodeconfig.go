@@ -1,0 +1,182 @@
+package localcluster
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// pauseImage is the name the node's containerd knows the pod sandbox image by (imported, never pulled).
+const pauseImage = "olmv1.local/pause:" + pauseVersion
+
+// containerdConfig is the node's containerd configuration: every path under the node's directory or
+// the private /run and /var/lib, nothing imported from the host, NRI off, the runc shim with cgroupfs,
+// OOM score adjustments restricted (no CAP_SYS_RESOURCE on these machines), the pause image pinned,
+// and registry hosts from the node's certs.d (the local registry over plain HTTP).
+func containerdConfig(n *RealNode, nb *NodeBinaries) string {
+	return fmt.Sprintf(`version = 4
+root = "/var/lib/containerd"
+state = "/run/containerd"
+imports = []
+
+[plugins]
+  [plugins.'io.containerd.server.v1.grpc']
+    address = %q
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = %q
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = %q
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = %q
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = %q
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = [%q]
+      conf_dir = %q
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+`, n.Socket, n.Socket+".ttrpc", pauseImage, filepath.Join(n.Dir, "certs.d"), nb.Runc, nb.CNIDir, filepath.Join(n.Dir, "cni", "net.d"))
+}
+
+// cniConfig is a bridge network with host-local addresses from the node's pod CIDR; the namespace's
+// own stack is every pod's gateway.
+func cniConfig() string {
+	return `{
+  "cniVersion": "1.0.0",
+  "name": "olmv1",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "` + realNodeBridge + `", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + realNodePodCIDR + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+}
+
+// kubeletConfig: cgroup v1 allowed (failCgroupV1: false), cgroupfs under the node's own cgroup root,
+// webhook authentication and authorization against the API server, no cluster DNS, and eviction
+// thresholds low enough for a shared development disk.
+func kubeletConfig(n *RealNode, p pki) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+failSwapOn: false
+cgroupDriver: cgroupfs
+cgroupRoot: %q
+cgroupsPerQOS: true
+enforceNodeAllocatable: [pods]
+containerRuntimeEndpoint: %q
+address: %q
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %q}
+authorization: {mode: Webhook}
+resolvConf: %q
+clusterDomain: cluster.local
+serializeImagePulls: false
+rotateCertificates: false
+serverTLSBootstrap: false
+protectKernelDefaults: false
+volumePluginDir: %q
+podLogsDir: /var/log/pods
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+nodeStatusReportFrequency: 10s
+maxPods: 110
+`, n.CgroupRoot, "unix://"+n.Socket, realNodeIP, p.path(caCert), filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "volume-plugins"))
+}
+
+// kubeProxyConfig: iptables rules inside the cluster's namespace only; masquerade every Service
+// connection (the bridge has no br_netfilter, so a pod reaching a Service backed by a pod on the same
+// bridge needs its reply to come back through the namespace's stack); no conntrack sysctls (they are
+// machine-wide).
+func kubeProxyConfig(n *RealNode) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: %q}
+hostnameOverride: %q
+bindAddress: %q
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+mode: iptables
+clusterCIDR: 10.244.0.0/16
+iptables: {masqueradeAll: true, localhostNodePorts: false}
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+`, filepath.Join(n.Dir, "kube-proxy.kubeconfig"), n.Name, realNodeIP)
+}
+
+// registryHosts tells containerd the local registry speaks plain HTTP.
+func registryHosts() string {
+	addr := realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort)
+	return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+addr, "http://"+addr)
+}
+
+// writePauseImage packs the pause program as a one-layer image in a docker-archive tarball for ctr.
+func writePauseImage(pauseBin, out string) error {
+	bin, err := os.ReadFile(pauseBin)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Config = v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		return err
+	}
+	tag, err := name.NewTag(pauseImage)
+	if err != nil {
+		return err
+	}
+	return tarball.WriteToFile(out, tag, img)
+}

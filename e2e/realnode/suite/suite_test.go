@@ -1,0 +1,87 @@
+// Package suite is the real-node e2e tier: the local control plane and one real kubelet node, all in a
+// network namespace the harness creates (docs/real-nodes.md), with OLM v1 installed by its Helm chart
+// from the images `make images` builds, running as real pods. A pass here is a proof on a real kubelet,
+// not a claim on kwok.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+)
+
+// env is what every spec may use.
+var env struct {
+	cluster    *localcluster.Cluster
+	cfg        *rest.Config
+	kubeconfig string
+	clientset  kubernetes.Interface
+	registry   *localcluster.Registry
+	repoRoot   string
+	binDir     string
+	dir        string
+}
+
+func TestRealNode(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	RunSpecs(t, "OLM v1 real-node e2e")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	root := os.Getenv("E2E_REPO_ROOT")
+	if root == "" {
+		root = filepath.Join("..", "..", "..")
+	}
+	var err error
+	env.repoRoot, err = filepath.Abs(root)
+	Expect(err).NotTo(HaveOccurred())
+	env.binDir = os.Getenv("E2E_BIN_DIR")
+	if env.binDir == "" {
+		env.binDir = filepath.Join(env.repoRoot, "bin")
+	}
+	bins, nodeBins, err := localcluster.CachedNodeBinaries(localcluster.DefaultCacheDir())
+	Expect(err).NotTo(HaveOccurred(), "the real-node tier needs the node binaries: run `make node-binaries`")
+	env.dir, err = os.MkdirTemp("", "olmv1-realnode-")
+	Expect(err).NotTo(HaveOccurred())
+
+	By("starting the control plane and a real kubelet node in a network namespace of their own")
+	start := time.Now()
+	c, err := localcluster.Up(ctx, localcluster.Options{Dir: env.dir, Binaries: bins, NodeBinaries: nodeBins, RealNodes: 1, Log: GinkgoWriter})
+	DeferCleanup(func() {
+		if c == nil {
+			return
+		}
+		By("tearing the cluster down: no process, namespace, cgroup or mount may be left")
+		Expect(c.Stop()).To(Succeed())
+		Expect(c.Leftovers()).To(BeEmpty())
+		fmt.Fprintf(GinkgoWriter, "real-node state and logs kept in %s\n", env.dir)
+	})
+	Expect(err).NotTo(HaveOccurred(), "logs in %s", filepath.Join(env.dir, "logs"))
+	fmt.Fprintf(GinkgoWriter, "real-node cluster up in %s\n", time.Since(start).Round(100*time.Millisecond))
+	env.cluster, env.kubeconfig = c, c.Kubeconfig
+	env.cfg, err = c.RESTConfig()
+	Expect(err).NotTo(HaveOccurred())
+	env.clientset, err = kubernetes.NewForConfig(env.cfg)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("serving the OCI registry on 127.0.0.1 (pushes) and on the node's address inside the namespace (pulls)")
+	env.registry, err = localcluster.StartRegistry("127.0.0.1:0", nil)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = env.registry.Stop(sctx)
+	})
+	Expect(env.registry.ServeIn(c.Netns)).To(Succeed())
+}, NodeTimeout(5*time.Minute))
