@@ -180,9 +180,12 @@ kind-install: images ## Install the chart into the kind cluster with the loaded 
 
 ##@ Run
 
+# REAL_NODES=1 runs a real kubelet node and OLM v1 as pods from its Helm chart (root; docs/real-nodes.md).
+REAL_NODES   ?= 0
+
 .PHONY: run
-run: build ## Start a local control plane, a local OCI registry and the three controllers; Ctrl-C stops all.
-	$(DEV) run --bin-dir $(BIN_DIR) --repo $(CURDIR) --dir $(CURDIR)/.localcluster
+run: build ## Start a local control plane, a local OCI registry and the three controllers (REAL_NODES=1: as real pods on a real node); Ctrl-C stops all.
+	$(DEV) run --bin-dir $(BIN_DIR) --repo $(CURDIR) --dir $(CURDIR)/.localcluster --real-nodes $(REAL_NODES)
 
 .PHONY: cluster-up
 cluster-up: $(DEV) ## Start only the local control plane in the background (see `bin/olmv1-dev env`).

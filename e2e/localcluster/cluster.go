@@ -137,7 +137,7 @@ func freshDir(dir string) (string, error) {
 		return "", fmt.Errorf("a local cluster is already running from %s (stop it with `olmv1-dev down --dir %s`)", dir, dir)
 	}
 	// Fresh data every time: a stale etcd would carry objects from an earlier run.
-	for _, sub := range []string{"etcd", "pki", "logs"} {
+	for _, sub := range []string{"etcd", "pki", "logs", "node"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return "", err
 		}

@@ -132,7 +132,7 @@ func (c *Cluster) startRealNode(ctx context.Context, o Options, p pki, cs kubern
 	if err := c.launchInNode(o.Detached, env, "containerd", nb.Containerd, "--config="+filepath.Join(dir, "containerd.toml")); err != nil {
 		return err
 	}
-	if err := c.waitFile(ctx, n.Socket, "containerd", 30*time.Second); err != nil {
+	if err := c.waitFile(ctx, n.Socket, 30*time.Second); err != nil {
 		return err
 	}
 	if err := c.importPause(ctx, nb); err != nil {
@@ -219,7 +219,8 @@ func (c *Cluster) launchInNode(detached bool, env []string, name, bin string, ar
 	return c.save()
 }
 
-func (c *Cluster) waitFile(ctx context.Context, path, who string, timeout time.Duration) error {
+// waitFile waits until path exists, failing early when a node process has exited.
+func (c *Cluster) waitFile(ctx context.Context, path string, timeout time.Duration) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, p := range c.Node.Processes {
 			if p.Exited() {

@@ -28,6 +28,7 @@ Commands:
   registry  serve an OCI registry on 127.0.0.1 (go-containerregistry's, in memory)
   run       build, start the control plane, the registry and the three controllers, install the CRDs,
             print what to try with kubectl, and stop everything on Ctrl-C
+            (--real-nodes 1: a real kubelet node and OLM v1 as pods from its Helm chart; root)
 
 Flags common to the cluster commands:
   --cache-dir DIR  where binaries are cached (default $OLMV1_CACHE_DIR or ~/.cache/olmv1)

@@ -44,7 +44,15 @@ func runCmd(ctx context.Context, args []string) error {
 	binDir := fs.String("bin-dir", "bin", "directory with the catalogd, rukpak and operator-controller binaries")
 	repoRoot := fs.String("repo", ".", "repository root (for the CRDs)")
 	registryAddr := fs.String("registry-addr", "127.0.0.1:5001", "loopback address of the local OCI registry")
+	realNodes := fs.Int("real-nodes", 0, "real kubelet nodes (0 or 1; root): OLM v1 then runs as real pods, installed by its Helm chart (docs/real-nodes.md)")
 	_ = fs.Parse(args)
+	if *realNodes > 0 {
+		absBin, err := filepath.Abs(*binDir)
+		if err != nil {
+			return err
+		}
+		return runRealNodes(ctx, cf, absBin, *repoRoot, *registryAddr, *realNodes)
+	}
 
 	e, err := startRunEnvironment(ctx, cf, *binDir, *repoRoot, *registryAddr)
 	defer stopRunEnvironment(e)

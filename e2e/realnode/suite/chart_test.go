@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	helmchart "helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +33,6 @@ const (
 var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, func() {
 	var (
 		hc *chart.Client
-		ch *helmchart.Chart
 		dc dynamic.Interface
 	)
 
@@ -41,39 +40,11 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
-		ch, err = chart.Load(chart.Dir(env.repoRoot))
-		Expect(err).NotTo(HaveOccurred())
-		hc, err = chart.NewClient(env.kubeconfig, "default", GinkgoWriter)
-		Expect(err).NotTo(HaveOccurred())
 	})
 
 	It("installs catalogd, rukpak and operator-controller as real pods, Ready by their own probes", func(ctx SpecContext) {
-		By("building the controller images from " + env.binDir + " and pushing them to the registry")
-		imgs, err := images.BuildAll(env.binDir, images.Options{CABundle: images.DefaultCABundle()})
-		Expect(err).NotTo(HaveOccurred())
-		digests, err := images.PushAll(ctx, imgs, env.registry.Addr+"/olmv1", "e2e", true)
-		Expect(err).NotTo(HaveOccurred())
-		vals := map[string]any{
-			"tls":   map[string]any{"mode": "selfSigned"},
-			"image": map[string]any{"registry": env.registry.ClusterAddr + "/olmv1"},
-		}
-		for key, n := range map[string]string{"catalogd": "catalogd", "rukpak": "rukpak", "operatorController": "operator-controller"} {
-			vals[key] = map[string]any{"image": map[string]any{"repository": n, "digest": digests[n].DigestStr()}}
-		}
 		start := time.Now()
-		rel, err := hc.Install(ctx, ch, release, vals, 3*time.Minute)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(rel.Info.Status.String()).To(Equal("deployed"))
-
-		for _, name := range images.Names {
-			By("waiting for " + name + "'s pod to be Ready on " + localcluster.RealNodeName)
-			Eventually(func(g Gomega) {
-				pod := onePod(g, ctx, name)
-				g.Expect(pod.Spec.NodeName).To(Equal(localcluster.RealNodeName))
-				g.Expect(podReady(pod)).To(BeTrue(), "pod %s: %s", pod.Name, podSummary(pod))
-				g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(ContainSubstring(digests[name].DigestStr()), "the image pulled is the one pushed")
-			}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
-		}
+		hc, _ = installChart(ctx)
 		fmt.Fprintf(GinkgoWriter, "chart installed and its three pods Ready in %s\n", time.Since(start).Round(100*time.Millisecond))
 	})
 
@@ -229,7 +200,7 @@ func processesNamed(pids []int, names ...string) []int {
 	return out
 }
 
-func onePod(g Gomega, ctx SpecContext, name string) *corev1.Pod {
+func onePod(g Gomega, ctx context.Context, name string) *corev1.Pod {
 	pods, err := env.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pods.Items).To(HaveLen(1))
@@ -237,6 +208,6 @@ func onePod(g Gomega, ctx SpecContext, name string) *corev1.Pod {
 	return &pods.Items[0]
 }
 
-func onePodNow(ctx SpecContext, name string) *corev1.Pod {
+func onePodNow(ctx context.Context, name string) *corev1.Pod {
 	return onePod(Default, ctx, name)
 }

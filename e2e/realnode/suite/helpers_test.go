@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,4 +79,17 @@ func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
+}
+
+// waitNamespaceGone waits until namespace name does not exist (a spec before may have uninstalled the
+// chart, and its namespace may still be terminating).
+func waitNamespaceGone(ctx SpecContext, name string) {
+	Eventually(func(g Gomega) {
+		ns, err := env.clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ns).To(BeNil(), "namespace %s is still there: %s, conditions %v", name, ns.Status.Phase, ns.Status.Conditions)
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 }

@@ -1,11 +1,14 @@
 package suite
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/olmv1/olmv1/e2e/chart"
 	"github.com/olmv1/olmv1/e2e/chart/images"
+	"github.com/olmv1/olmv1/e2e/localcluster"
 	"github.com/olmv1/olmv1/e2e/realnode/widgetbundle"
 )
 
@@ -46,7 +50,7 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
 		By("installing OLM v1 with the chart")
-		hc = installChart(ctx)
+		hc, _ = installChart(ctx)
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(hc.Uninstall(release, 2*time.Minute)).To(Succeed())
 		})
@@ -142,6 +146,29 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		waitCondition(ctx, dc.Resource(operatorGVR), widgetOperator, "Healthy", "True", 3*time.Minute)
 	})
 
+	It("reports the operator's process killed from outside as Healthy=False with the container's exit, and Healthy again once it runs", func(ctx SpecContext) {
+		var healthy map[string]any
+		kills := 0
+		Eventually(func(g Gomega) {
+			for _, pid := range processesNamed(env.cluster.ContainerProcesses(), "widget-operator") {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					kills++
+				}
+			}
+			op, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			healthy = condition(op, "Healthy")
+			g.Expect(healthy).To(HaveKeyWithValue("status", "False"))
+			g.Expect(healthy["message"]).To(ContainSubstring("last exit code 137"))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		fmt.Fprintf(GinkgoWriter, "after %d SIGKILLs, Healthy on the Operator: %s: %s\n", kills, healthy["reason"], healthy["message"])
+		waitCondition(ctx, dc.Resource(operatorGVR), widgetOperator, "Healthy", "True", 3*time.Minute)
+	})
+
+	It("rotates the webhook certificates while the operator runs, and every webhook call is answered", func(ctx SpecContext) {
+		rotateWhileServing(ctx, dc)
+	})
+
 	It("upgrades to the next version: a new pod replaces the old one and every custom resource is kept", func(ctx SpecContext) {
 		before := widgetPod(Default, ctx)
 		patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, fix.Catalogs["v2"])
@@ -172,6 +199,9 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		Eventually(func(g Gomega) {
 			_, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+			bds, err := dc.Resource(bundleDeploymentGVR).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bds.Items).To(BeEmpty(), "the BundleDeployment is removed by rukpak before the chart goes")
 			pods, err := env.clientset.CoreV1().Pods(widgetbundle.SuggestedNamespace).List(ctx, metav1.ListOptions{})
 			if err == nil {
 				g.Expect(pods.Items).To(BeEmpty())
@@ -190,32 +220,25 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 	})
 })
 
-// installChart installs the chart from the images in env.binDir and waits for its three pods.
-func installChart(ctx SpecContext) *chart.Client {
-	ch, err := chart.Load(chart.Dir(env.repoRoot))
-	Expect(err).NotTo(HaveOccurred())
-	hc, err := chart.NewClient(env.kubeconfig, "default", GinkgoWriter)
-	Expect(err).NotTo(HaveOccurred())
-	imgs, err := images.BuildAll(env.binDir, images.Options{CABundle: images.DefaultCABundle()})
-	Expect(err).NotTo(HaveOccurred())
-	digests, err := images.PushAll(ctx, imgs, env.registry.Addr+"/olmv1", "e2e", true)
-	Expect(err).NotTo(HaveOccurred())
-	vals := map[string]any{
-		"tls":   map[string]any{"mode": "selfSigned"},
-		"image": map[string]any{"registry": env.registry.ClusterAddr + "/olmv1"},
-	}
-	for key, n := range map[string]string{"catalogd": "catalogd", "rukpak": "rukpak", "operatorController": "operator-controller"} {
-		vals[key] = map[string]any{"image": map[string]any{"repository": n, "digest": digests[n].DigestStr()}}
-	}
-	_, err = hc.Install(ctx, ch, release, vals, 3*time.Minute)
+// installChart installs the chart from the images of env.binDir, pulled by the node from the registry,
+// and waits for its three pods to be Ready; it returns the Helm client and each image's digest.
+func installChart(ctx SpecContext) (*chart.Client, map[string]name.Digest) {
+	waitNamespaceGone(ctx, namespace)
+	hc, digests, err := chart.InstallFromBinaries(ctx, env.kubeconfig, env.repoRoot, chart.FromBinaries{
+		BinDir: env.binDir, PushRegistry: env.registry.Addr + "/olmv1", PullRegistry: env.registry.ClusterAddr + "/olmv1",
+		Release: release, Values: map[string]any{"tls": map[string]any{"mode": "selfSigned"}},
+	}, 3*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	for _, name := range images.Names {
+		By("waiting for " + name + "'s pod to be Ready on " + localcluster.RealNodeName)
 		Eventually(func(g Gomega) {
 			pod := onePod(g, ctx, name)
+			g.Expect(pod.Spec.NodeName).To(Equal(localcluster.RealNodeName))
 			g.Expect(podReady(pod)).To(BeTrue(), "pod %s: %s", pod.Name, podSummary(pod))
+			g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(ContainSubstring(digests[name].DigestStr()), "the image pulled is the one pushed")
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
 	}
-	return hc
+	return hc, digests
 }
 
 func widget(version, name string, spec map[string]any) *unstructured.Unstructured {
@@ -226,7 +249,7 @@ func widget(version, name string, spec map[string]any) *unstructured.Unstructure
 	}}
 }
 
-func widgetPod(g Gomega, ctx SpecContext) *corev1.Pod {
+func widgetPod(g Gomega, ctx context.Context) *corev1.Pod {
 	pods, err := env.clientset.CoreV1().Pods(widgetbundle.SuggestedNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=widget-operator"})
 	g.Expect(err).NotTo(HaveOccurred())
 	var live []corev1.Pod

@@ -7,8 +7,13 @@ package suite
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +60,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env.dir, err = os.MkdirTemp("", "olmv1-realnode-")
 	Expect(err).NotTo(HaveOccurred())
 
+	iptablesBefore := hostIPTables()
+	dockerBefore := dockerAnswers()
+
 	By("starting the control plane and a real kubelet node in a network namespace of their own")
 	start := time.Now()
 	c, err := localcluster.Up(ctx, localcluster.Options{Dir: env.dir, Binaries: bins, NodeBinaries: nodeBins, RealNodes: 1, Log: GinkgoWriter})
@@ -65,6 +73,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		By("tearing the cluster down: no process, namespace, cgroup or mount may be left")
 		Expect(c.Stop()).To(Succeed())
 		Expect(c.Leftovers()).To(BeEmpty())
+		Expect(hostIPTables()).To(Equal(iptablesBefore), "the host's iptables rules are untouched")
+		Expect(dockerAnswers()).To(Equal(dockerBefore), "the machine's Docker engine answers as before")
 		fmt.Fprintf(GinkgoWriter, "real-node state and logs kept in %s\n", env.dir)
 	})
 	Expect(err).NotTo(HaveOccurred(), "logs in %s", filepath.Join(env.dir, "logs"))
@@ -85,3 +95,37 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 	Expect(env.registry.ServeIn(c.Netns)).To(Succeed())
 }, NodeTimeout(5*time.Minute))
+
+// hostIPTables is this machine's own iptables rule set (iptables-save without the packet counters,
+// which traffic changes), or the error that reading it gave.
+func hostIPTables() string {
+	out, err := exec.Command("iptables-save").CombinedOutput()
+	if err != nil {
+		return "iptables-save: " + err.Error()
+	}
+	var keep []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		keep = append(keep, counters.ReplaceAllString(line, ""))
+	}
+	return strings.Join(keep, "\n")
+}
+
+var counters = regexp.MustCompile(`\[\d+:\d+\]`)
+
+// dockerAnswers reports whether the machine's Docker engine answers its ping (false when there is none).
+func dockerAnswers() bool {
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", "/var/run/docker.sock")
+		},
+	}}
+	resp, err := c.Get("http://docker/_ping")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
