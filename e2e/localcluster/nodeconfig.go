@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	gcrname "github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -76,7 +76,8 @@ func cniConfig() string {
 }
 
 // kubeletConfig: cgroup v1 allowed (failCgroupV1: false), cgroupfs under the node's own cgroup root,
-// webhook authentication and authorization against the API server, no cluster DNS, and eviction
+// webhook authentication and authorization against the API server, the cluster DNS (coredns.go) as
+// every pod's nameserver with no upstream resolvers (an empty resolv.conf), and eviction
 // thresholds low enough for a shared development disk.
 func kubeletConfig(n *RealNode, p pki) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -99,7 +100,8 @@ authentication:
   x509: {clientCAFile: %q}
 authorization: {mode: Webhook}
 resolvConf: %q
-clusterDomain: cluster.local
+clusterDomain: %s
+clusterDNS: [%s]
 serializeImagePulls: false
 rotateCertificates: false
 serverTLSBootstrap: false
@@ -111,7 +113,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 nodeStatusReportFrequency: 10s
 maxPods: 110
-`, n.CgroupRoot, "unix://"+n.Socket, realNodeIP, p.path(caCert), filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "volume-plugins"))
+`, n.CgroupRoot, "unix://"+n.Socket, realNodeIP, p.path(caCert), filepath.Join(n.Dir, "resolv.conf"), clusterDomain, ClusterDNSIP, filepath.Join(n.Dir, "volume-plugins"))
 }
 
 // kubeProxyConfig: iptables rules inside the cluster's namespace only; masquerade every Service
@@ -139,18 +141,19 @@ func registryHosts() string {
 	return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+addr, "http://"+addr)
 }
 
-// writePauseImage packs the pause program as a one-layer image in a docker-archive tarball for ctr.
-func writePauseImage(pauseBin, out string) error {
-	bin, err := os.ReadFile(pauseBin)
+// writeBinaryImage packs the static program bin as a one-layer image holding only /<name>, run as
+// user, in a docker-archive tarball named tag, for `ctr images import`.
+func writeBinaryImage(bin, name, user, tag, out string) error {
+	data, err := os.ReadFile(bin)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
-	if _, err := tw.Write(bin); err != nil {
+	if _, err := tw.Write(data); err != nil {
 		return err
 	}
 	if err := tw.Close(); err != nil {
@@ -170,13 +173,13 @@ func writePauseImage(pauseBin, out string) error {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Config = v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}
+	cfg.Config = v1.Config{Entrypoint: []string{"/" + name}, User: user}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
-	tag, err := name.NewTag(pauseImage)
+	t, err := gcrname.NewTag(tag)
 	if err != nil {
 		return err
 	}
-	return tarball.WriteToFile(out, tag, img)
+	return tarball.WriteToFile(out, t, img)
 }

@@ -135,7 +135,7 @@ func (c *Cluster) startRealNode(ctx context.Context, o Options, p pki, cs kubern
 	if err := c.waitFile(ctx, n.Socket, 30*time.Second); err != nil {
 		return err
 	}
-	if err := c.importPause(ctx, nb); err != nil {
+	if err := c.importImages(ctx, nb); err != nil {
 		return err
 	}
 	if err := c.launchInNode(o.Detached, env, "kubelet", nb.Kubelet,
@@ -148,7 +148,10 @@ func (c *Cluster) startRealNode(ctx context.Context, o Options, p pki, cs kubern
 	if err := c.launchInNode(o.Detached, env, "kube-proxy", nb.KubeProxy, "--config="+filepath.Join(dir, "kube-proxy.yaml"), "--v=1"); err != nil {
 		return err
 	}
-	return c.waitRealNodeReady(ctx, cs, 2*time.Minute)
+	if err := c.waitRealNodeReady(ctx, cs, 2*time.Minute); err != nil {
+		return err
+	}
+	return deployClusterDNS(ctx, cs)
 }
 
 // startMountNamespace starts the pause program in a new private mount namespace and gives that
@@ -232,18 +235,20 @@ func (c *Cluster) waitFile(ctx context.Context, path string, timeout time.Durati
 	})
 }
 
-// importPause imports the pause image into the node's containerd (the image every pod sandbox runs).
-func (c *Cluster) importPause(ctx context.Context, nb *NodeBinaries) error {
-	tarPath := filepath.Join(c.Node.Dir, "pause.tar")
-	if err := writePauseImage(nb.Pause, tarPath); err != nil {
-		return err
-	}
-	bin, args := c.Netns.nsenterArgs(c.Node.Holder.PID, nb.Ctr, "--address", c.Node.Socket, "-n", "k8s.io", "images", "import", "--local", tarPath)
-	if err := run(ctx, append([]string{bin}, args...)...); err != nil {
-		// Older ctr has no --local; try without.
-		bin, args = c.Netns.nsenterArgs(c.Node.Holder.PID, nb.Ctr, "--address", c.Node.Socket, "-n", "k8s.io", "images", "import", tarPath)
-		if err2 := run(ctx, append([]string{bin}, args...)...); err2 != nil {
-			return fmt.Errorf("importing the pause image: %w", err2)
+// importImages imports the pause image (what every pod sandbox runs) and the CoreDNS image into the
+// node's containerd; neither is ever pulled.
+func (c *Cluster) importImages(ctx context.Context, nb *NodeBinaries) error {
+	for _, img := range []struct{ bin, name, user, tag string }{
+		{nb.Pause, "pause", "65535:65535", pauseImage},
+		{nb.CoreDNS, "coredns", "65532:65532", coreDNSImage},
+	} {
+		tarPath := filepath.Join(c.Node.Dir, img.name+".tar")
+		if err := writeBinaryImage(img.bin, img.name, img.user, img.tag, tarPath); err != nil {
+			return err
+		}
+		bin, args := c.Netns.nsenterArgs(c.Node.Holder.PID, nb.Ctr, "--address", c.Node.Socket, "-n", "k8s.io", "images", "import", tarPath)
+		if err := run(ctx, append([]string{bin}, args...)...); err != nil {
+			return fmt.Errorf("importing the %s image: %w", img.name, err)
 		}
 	}
 	return nil
@@ -307,7 +312,7 @@ func writeNodeFiles(n *RealNode, nb *NodeBinaries, p pki, apiServer string) erro
 		"cni/net.d/10-olmv1.conflist": cniConfig(),
 		"kubelet.yaml":                kubeletConfig(n, p),
 		"kube-proxy.yaml":             kubeProxyConfig(n),
-		"resolv.conf":                 "# no cluster DNS on the real-node tier (see docs/real-nodes.md)\n",
+		"resolv.conf":                 "# no upstream resolvers: the cluster's network namespace has no way out (docs/real-nodes.md)\n",
 		"certs.d/" + realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort) + "/hosts.toml": registryHosts(),
 	}
 	for name, content := range files {

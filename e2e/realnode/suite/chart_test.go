@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,29 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 		_, err := dc.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{Limit: 1})
 		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("gives the pods a cluster DNS that resolves Service names", func(ctx SpecContext) {
+		By("asking the kube-dns Service from inside the cluster's network namespace")
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return env.cluster.Netns.Dial(ctx, network, net.JoinHostPort(localcluster.ClusterDNSIP, "53"))
+		}}
+		addrs, err := r.LookupHost(ctx, "kubernetes.default.svc.cluster.local")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addrs).To(ConsistOf("10.96.0.1"))
+		svc, err := env.clientset.CoreV1().Services(namespace).Get(ctx, "catalogd", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		addrs, err = r.LookupHost(ctx, "catalogd."+namespace+".svc.cluster.local")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addrs).To(ConsistOf(svc.Spec.ClusterIP))
+
+		By("reading the resolv.conf that kubelet gave catalogd's container")
+		pids := processesNamed(env.cluster.ContainerProcesses(), "catalogd")
+		Expect(pids).NotTo(BeEmpty())
+		conf, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/etc/resolv.conf", pids[0]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(conf)).To(ContainSubstring("nameserver " + localcluster.ClusterDNSIP))
+		Expect(string(conf)).To(ContainSubstring("search " + namespace + ".svc.cluster.local svc.cluster.local cluster.local"))
 	})
 
 	It("runs demo 1: a Catalog served, an Operator installed, upgraded by a catalog update, then removed", func(ctx SpecContext) {
