@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,7 +31,8 @@ type NodeBinaries struct {
 	Containerd, Shim, Ctr string
 	// CNIDir holds the CNI plugins (bridge, loopback, host-local, portmap).
 	CNIDir string
-	// Runc is the OCI runtime: Debian's runc package (installed when missing, as root).
+	// Runc is the OCI runtime: Debian's runc package (installed with the other commands a node needs
+	// when missing, as root; see nodeCommands).
 	Runc string
 	// Pause is the static pause program; PauseImage packs it as an image (see pause.go).
 	Pause string
@@ -68,7 +71,8 @@ func nodeLayout(cacheDir string, b *Binaries) *NodeBinaries {
 }
 
 // BuildNode builds (once, cached in cacheDir) what a real node runs: containerd, its runc shim and
-// ctr, the CNI plugins and the pause program; it installs Debian's runc when the machine has none. It
+// ctr, the CNI plugins, CoreDNS and the pause program; it installs the Debian packages of nodeCommands
+// (runc, iptables, …) when the machine lacks them. It
 // builds the control plane first (kubelet and kube-proxy are part of that build). Progress goes to log.
 func BuildNode(ctx context.Context, cacheDir string, log io.Writer) (*Binaries, *NodeBinaries, error) {
 	b, err := Build(ctx, cacheDir, log)
@@ -79,7 +83,7 @@ func BuildNode(ctx context.Context, cacheDir string, log io.Writer) (*Binaries, 
 		return nil, nil, err
 	}
 	nb := nodeLayout(cacheDir, b)
-	if nb.Runc, err = ensureRunc(ctx, log); err != nil {
+	if nb.Runc, err = ensureNodeCommands(ctx, log); err != nil {
 		return nil, nil, err
 	}
 	return b, nb, nil
@@ -97,25 +101,39 @@ func CachedNodeBinaries(cacheDir string) (*Binaries, *NodeBinaries, error) {
 		}
 	}
 	nb := nodeLayout(cacheDir, b)
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		return nil, nil, fmt.Errorf("runc is not installed (run `make node-binaries`, which installs Debian's runc package, or `apt-get install runc`)")
+	for _, c := range nodeCommands {
+		if _, err := exec.LookPath(c.command); err != nil {
+			return nil, nil, fmt.Errorf("%s is not installed (run `make node-binaries`, which installs the Debian packages a node needs, or `apt-get install %s`)", c.command, c.pkg)
+		}
 	}
-	nb.Runc = runc
+	nb.Runc, _ = exec.LookPath("runc")
 	return b, nb, nil
 }
 
-// ensureRunc returns runc's path, installing Debian's package when it is missing (the machines of
-// this project are Debian and run as root).
-func ensureRunc(ctx context.Context, log io.Writer) (string, error) {
-	if p, err := exec.LookPath("runc"); err == nil {
-		return p, nil
+// nodeCommands are the machine's commands a real node needs, with the Debian package of each: runc
+// (the OCI runtime), iptables (kube-proxy's rules inside the cluster's namespace), iproute2 (the
+// namespace and its addresses) and util-linux (nsenter, unshare, mount).
+var nodeCommands = []struct{ command, pkg string }{
+	{"runc", "runc"}, {"iptables-restore", "iptables"}, {"ip", "iproute2"}, {"nsenter", "util-linux"}, {"unshare", "util-linux"},
+}
+
+// ensureNodeCommands installs the Debian packages of nodeCommands that are missing (the machines of this
+// project are Debian and run as root) and returns runc's path.
+func ensureNodeCommands(ctx context.Context, log io.Writer) (string, error) {
+	var missing []string
+	for _, c := range nodeCommands {
+		if _, err := exec.LookPath(c.command); err != nil && !slices.Contains(missing, c.pkg) {
+			missing = append(missing, c.pkg)
+		}
+	}
+	if len(missing) == 0 {
+		return exec.LookPath("runc")
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("runc is not installed and installing it needs root: run `sudo apt-get install runc`")
+		return "", fmt.Errorf("real nodes need Debian's packages %v and installing them needs root: run `sudo apt-get install %s`", missing, strings.Join(missing, " "))
 	}
-	fmt.Fprintln(log, "localcluster: installing Debian's runc package")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "runc"}} {
+	fmt.Fprintf(log, "localcluster: installing Debian's packages %v\n", missing)
+	for _, args := range [][]string{{"update"}, append([]string{"install", "-y", "--no-install-recommends"}, missing...)} {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = log, log
