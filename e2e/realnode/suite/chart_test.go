@@ -41,6 +41,15 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			// The last spec uninstalls; after a failure before it, uninstall here.
+			if hc == nil {
+				return
+			}
+			if err := hc.Uninstall(release, 2*time.Minute); err != nil && !strings.Contains(err.Error(), "not found") {
+				Fail(err.Error())
+			}
+		})
 	})
 
 	It("installs catalogd, rukpak and operator-controller as real pods, Ready by their own probes", func(ctx SpecContext) {

@@ -54,6 +54,17 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(hc.Uninstall(release, 2*time.Minute)).To(Succeed())
 		})
+		DeferCleanup(func(ctx SpecContext) {
+			// After a failure: leave no Widget behind a dead conversion webhook (it would block the
+			// deletion of every namespace), nor the Operator.
+			deleteWidgets(ctx, dc)
+			_ = dc.Resource(operatorGVR).Delete(ctx, widgetOperator, metav1.DeleteOptions{})
+			Eventually(func() bool {
+				bds, err := dc.Resource(bundleDeploymentGVR).List(ctx, metav1.ListOptions{})
+				return err == nil && len(bds.Items) == 0
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
+			deleteWidgetCRD(ctx)
+		})
 		By("building widget-operator, its bundles 1.0.0 and 1.1.0 and catalogs v1 and v2, and pushing them")
 		fix, err = widgetbundle.Build(ctx, widgetbundle.Options{
 			E2ERoot: filepath.Join(env.repoRoot, "e2e"), PushAddr: env.registry.Addr, ClusterAddr: env.registry.ClusterAddr,
@@ -194,7 +205,9 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		Expect(list.Items).To(HaveLen(2))
 	})
 
-	It("removes the operator, its webhooks and its CRD when the Operator is deleted", func(ctx SpecContext) {
+	It("removes the operator and its webhooks when the Operator is deleted, and keeps its CRD (users' data)", func(ctx SpecContext) {
+		By("deleting the Widgets first, while the conversion webhook still runs: a kept CRD whose conversion webhook is gone cannot list objects written through another version, and that blocks the deletion of every namespace")
+		deleteWidgets(ctx, dc)
 		Expect(dc.Resource(operatorGVR).Delete(ctx, widgetOperator, metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func(g Gomega) {
 			_, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
@@ -207,11 +220,14 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 				g.Expect(pods.Items).To(BeEmpty())
 			}
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
-		crds, err := env.clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		vwcs, err := env.clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		for _, w := range crds.Items {
+		for _, w := range vwcs.Items {
 			Expect(w.Name).NotTo(ContainSubstring("widget"), "the operator's validating webhook is gone")
 		}
+		_, err = env.clientset.Discovery().ServerResourcesForGroupVersion("widgets.olmv1.io/v1")
+		Expect(err).NotTo(HaveOccurred(), "rukpak keeps CRDs on uninstall (docs/rukpak.md)")
+		deleteWidgetCRD(ctx)
 		Expect(dc.Resource(catalogGVR).Delete(ctx, "widgets", metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() bool {
 			_, err := dc.Resource(catalogGVR).Get(ctx, "widgets", metav1.GetOptions{})
@@ -219,6 +235,39 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(BeTrue())
 	})
 })
+
+// deleteWidgets deletes the Widgets' namespace and waits until it is gone.
+func deleteWidgets(ctx context.Context, dc dynamic.Interface) {
+	err := env.clientset.CoreV1().Namespaces().Delete(ctx, widgetNamespace, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() bool {
+		_, err := env.clientset.CoreV1().Namespaces().Get(ctx, widgetNamespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(BeTrue(), "namespace %s (its Widgets) is still there", widgetNamespace)
+}
+
+// deleteWidgetCRD deletes the Widget CRD that rukpak keeps after uninstall, and waits until it is gone.
+func deleteWidgetCRD(ctx context.Context) {
+	crds := dynamicCRDs()
+	err := crds.Delete(ctx, "widgets.widgets.olmv1.io", metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() bool {
+		_, err := crds.Get(ctx, "widgets.widgets.olmv1.io", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
+}
+
+func dynamicCRDs() dynamic.ResourceInterface {
+	dc, err := dynamic.NewForConfig(env.cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+}
 
 // installChart installs the chart from the images of env.binDir, pulled by the node from the registry,
 // and waits for its three pods to be Ready; it returns the Helm client and each image's digest.
