@@ -44,10 +44,12 @@ type Options struct {
 	Log io.Writer
 	// RealNodes is the number of real kubelet nodes (0 or 1; see docs/real-nodes.md). With one, the
 	// whole cluster runs in a network namespace of its own with a real node instead of kwok nodes, and
-	// NodeBinaries is required. Real-node clusters cannot be Detached: the host reaches their API
-	// server through a forwarder in this program.
+	// NodeBinaries is required. The host reaches a real-node cluster's API server through a
+	// forwarder: in this program, or, when Detached, in a process of its own started as
+	// `Forwarder... --netns NAME --listen 127.0.0.1:PORT --to ADDR` (olmv1-dev's `forward` command).
 	RealNodes    int
 	NodeBinaries *NodeBinaries
+	Forwarder    []string
 }
 
 // Cluster is a running local control plane.
@@ -213,17 +215,41 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports cl
 	}
 	if c.Netns != nil {
 		// The host reaches the API server only through a forwarder on its own loopback.
-		fwd, err := Forward(c.Netns, "127.0.0.1:"+strconv.Itoa(ports.apiServer))
-		if err != nil {
+		if err := c.startForwarder(o, "127.0.0.1:"+strconv.Itoa(ports.apiServer)); err != nil {
 			return nil, err
 		}
-		c.forwarder = fwd
-		c.APIServer = "https://" + fwd.Addr
 		if err := writeKubeconfig(c.internalKubeconfig(), "https://127.0.0.1:"+strconv.Itoa(ports.apiServer), p); err != nil {
 			return nil, err
 		}
 	}
 	return c.connect(ctx, p)
+}
+
+// startForwarder forwards a free port of 127.0.0.1 to target inside the cluster's namespace, in this
+// program or (Detached) in a forwarder process recorded with the cluster's processes.
+func (c *Cluster) startForwarder(o Options, target string) error {
+	if !o.Detached {
+		fwd, err := Forward(c.Netns, target)
+		if err != nil {
+			return err
+		}
+		c.forwarder = fwd
+		c.APIServer = "https://" + fwd.Addr
+		return nil
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	args := append(append([]string{}, o.Forwarder[1:]...), "--netns", c.Netns.Name, "--listen", listen, "--to", target)
+	proc, err := startProcess("forwarder", filepath.Join(c.Dir, "logs"), true, nil, o.Forwarder[0], args...)
+	if err != nil {
+		return err
+	}
+	c.Processes = append(c.Processes, proc)
+	c.APIServer = "https://" + listen
+	return c.save()
 }
 
 // apiServerNetworkFlags are the flags of kube-apiserver that differ between the loopback cluster and

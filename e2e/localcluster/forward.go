@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -22,7 +23,15 @@ type Forwarder struct {
 
 // Forward listens on a free port of 127.0.0.1 and forwards every connection to target inside ns.
 func Forward(ns *Netns, target string) (*Forwarder, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return ForwardFrom("127.0.0.1:0", ns, target)
+}
+
+// ForwardFrom is Forward listening on listen, which must be a loopback address.
+func ForwardFrom(listen string, ns *Netns, target string) (*Forwarder, error) {
+	if host, _, err := net.SplitHostPort(listen); err != nil || !net.ParseIP(host).IsLoopback() {
+		return nil, fmt.Errorf("forwarder address %q: the forwarder listens on loopback only (127.0.0.1:PORT)", listen)
+	}
+	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +99,9 @@ func (f *Forwarder) untrack(c net.Conn) {
 	f.mu.Unlock()
 	c.Close()
 }
+
+// Wait blocks until the forwarder is closed.
+func (f *Forwarder) Wait() { f.wg.Wait() }
 
 // Close stops listening and closes every forwarded connection.
 func (f *Forwarder) Close() error {

@@ -177,3 +177,12 @@ func parseCert(t *testing.T, p string) *x509.Certificate {
 	}
 	return c
 }
+
+func TestForwardFromListensOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "10.200.0.1:0", ":0", "localhost"} {
+		if f, err := ForwardFrom(addr, &Netns{Name: "none"}, "127.0.0.1:1"); err == nil {
+			f.Close()
+			t.Errorf("ForwardFrom(%q) listened; want it refused (loopback only)", addr)
+		}
+	}
+}

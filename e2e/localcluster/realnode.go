@@ -58,8 +58,8 @@ func upRealNode(ctx context.Context, o Options) (c *Cluster, err error) {
 	switch {
 	case o.RealNodes != 1:
 		return nil, fmt.Errorf("localcluster: %d real nodes asked for; one is supported (see docs/real-nodes.md)", o.RealNodes)
-	case o.Detached:
-		return nil, errors.New("localcluster: a real-node cluster cannot run detached (its API server is reached through this program); use `olmv1-dev run --real-nodes 1`")
+	case o.Detached && len(o.Forwarder) == 0:
+		return nil, errors.New("localcluster: a detached real-node cluster needs Options.Forwarder (its API server is reached through a forwarder process)")
 	case o.NodeBinaries == nil:
 		return nil, errors.New("localcluster: Options.NodeBinaries is required for real nodes (see BuildNode)")
 	}

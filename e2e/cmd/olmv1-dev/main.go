@@ -22,10 +22,13 @@ Commands:
   build     build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler,
             kubectl, kubelet, kube-proxy, etcd and kwok; prints their directory
             (--real-nodes: also containerd, the CNI plugins and the pause program)
-  up        start a local control plane in the background (builds first if needed)
+  up        start a local control plane in the background (builds first if needed;
+            --real-nodes 1: with a real kubelet node, all in a network namespace of its own; root)
   down      stop exactly the processes 'up' started
   env       print KUBECONFIG and KUBEBUILDER_ASSETS for a running cluster ('eval $(olmv1-dev env)')
   registry  serve an OCI registry on 127.0.0.1 (go-containerregistry's, in memory)
+  forward   forward 127.0.0.1:PORT to an address inside a real-node cluster's network namespace
+            (started by 'up --real-nodes'; --netns NAME --listen 127.0.0.1:PORT --to ADDR)
   run       build, start the control plane, the registry and the three controllers, install the CRDs,
             print what to try with kubectl, and stop everything on Ctrl-C
             (--real-nodes 1: a real kubelet node and OLM v1 as pods from its Helm chart; root)
@@ -64,6 +67,8 @@ func main() {
 		err = registryCmd(ctx, args)
 	case "run":
 		err = runCmd(ctx, args)
+	case "forward":
+		err = forwardCmd(ctx, args)
 	default:
 		err = fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}
@@ -118,12 +123,24 @@ func upCmd(ctx context.Context, args []string) error {
 	var cf clusterFlags
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	cf.bind(fs)
+	realNodes := fs.Int("real-nodes", 0, "real kubelet nodes (0 or 1; root): the cluster then runs in a network namespace of its own, reached through a forwarder process on 127.0.0.1")
 	_ = fs.Parse(args)
-	b, err := localcluster.Build(ctx, cf.cacheDir, os.Stderr)
-	if err != nil {
+	o := localcluster.Options{Dir: cf.absDir(), Nodes: cf.nodes, Detached: true, Log: os.Stderr, RealNodes: *realNodes}
+	var err error
+	if *realNodes > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Forwarder = []string{self, "forward"}
+		o.Binaries, o.NodeBinaries, err = localcluster.BuildNode(ctx, cf.cacheDir, os.Stderr)
+		if err != nil {
+			return err
+		}
+	} else if o.Binaries, err = localcluster.Build(ctx, cf.cacheDir, os.Stderr); err != nil {
 		return err
 	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Dir: cf.absDir(), Binaries: b, Nodes: cf.nodes, Detached: true, Log: os.Stderr})
+	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -166,4 +183,23 @@ func printEnv(c *localcluster.Cluster) {
 	fmt.Printf("export KUBEBUILDER_ASSETS=%s\n", c.AssetsDir)
 	// kubectl v1.37.2 lives beside kube-apiserver and etcd.
 	fmt.Printf("export PATH=%s:$PATH\n", c.AssetsDir)
+}
+
+// forwardCmd is the forwarder process of a detached real-node cluster: it accepts on a loopback
+// address of this machine and dials the target inside the cluster's network namespace.
+func forwardCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("forward", flag.ExitOnError)
+	netns := fs.String("netns", "", "the cluster's network namespace (a name under /run/netns)")
+	listen := fs.String("listen", "", "loopback address to accept on, 127.0.0.1:PORT")
+	to := fs.String("to", "", "address to dial inside the namespace")
+	_ = fs.Parse(args)
+	if *netns == "" || *listen == "" || *to == "" {
+		return errors.New("forward needs --netns, --listen and --to")
+	}
+	f, err := localcluster.ForwardFrom(*listen, &localcluster.Netns{Name: *netns}, *to)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return f.Close()
 }
