@@ -52,7 +52,7 @@ cluster-binaries: $(DEV) ## Build (once, 15-25 min cold) and cache kube-apiserve
 	$(DEV) build >/dev/null
 
 .PHONY: node-binaries
-node-binaries: $(DEV) ## Also build (once, ~3 min cold) containerd, the CNI plugins and the pause program for real nodes; installs Debian's runc when missing.
+node-binaries: $(DEV) ## Also build (once, ~6 min cold) containerd, the CNI plugins, CoreDNS and the pause program for real nodes; installs the Debian packages a node needs (runc, iptables, …) when missing.
 	$(DEV) build --real-nodes >/dev/null
 
 ##@ Verify
