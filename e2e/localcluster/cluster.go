@@ -395,7 +395,11 @@ func (c *Cluster) save() error {
 
 // exitedProcess returns a started process that has died, with the end of its log.
 func (c *Cluster) exitedProcess() error {
-	for _, p := range c.Processes {
+	procs := c.Processes
+	if c.Node != nil {
+		procs = append(slices.Clone(procs), c.Node.Processes...)
+	}
+	for _, p := range procs {
 		if p.Exited() {
 			return fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tail(p.Log, 2000))
 		}
@@ -471,10 +475,17 @@ func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface, n
 	return nil
 }
 
+// writeKubeconfig writes a kubeconfig for the admin user of p.
 func writeKubeconfig(path, server string, p pki) error {
+	return writeClientKubeconfig(path, server, p.path(caCert), p.path(adminCert), p.path(adminKey))
+}
+
+// writeClientKubeconfig writes a kubeconfig that reaches server, trusting ca, as the client
+// certificate cert with its key.
+func writeClientKubeconfig(path, server, ca, cert, key string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["olmv1-local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: p.path(caCert)}
-	cfg.AuthInfos["olmv1-admin"] = &clientcmdapi.AuthInfo{ClientCertificate: p.path(adminCert), ClientKey: p.path(adminKey)}
+	cfg.Clusters["olmv1-local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: ca}
+	cfg.AuthInfos["olmv1-admin"] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
 	cfg.Contexts["olmv1-local"] = &clientcmdapi.Context{Cluster: "olmv1-local", AuthInfo: "olmv1-admin"}
 	cfg.CurrentContext = "olmv1-local"
 	return clientcmd.WriteToFile(*cfg, path)

@@ -50,6 +50,25 @@ type CorpusBundle struct {
 	Bytes int64
 }
 
+// BareClusterKinds are the kinds a registry+v1 bundle may carry that a cluster with only Kubernetes'
+// own APIs serves. A bundle with another kind (the corpus has ServiceMonitors and PrometheusRules)
+// cannot be Installed until another operator provides that CRD: a reason outside OLM.
+var BareClusterKinds = map[string]bool{
+	"ClusterServiceVersion": true, "CustomResourceDefinition": true, "Service": true, "ServiceAccount": true,
+	"ConfigMap": true, "Secret": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "PodDisruptionBudget": true, "PriorityClass": true,
+}
+
+// OnlyBareClusterKinds reports whether every file of manifests/ is of a kind in BareClusterKinds.
+func (b CorpusBundle) OnlyBareClusterKinds() bool {
+	for _, k := range b.Kinds {
+		if !BareClusterKinds[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // Supports reports whether the CSV supports install mode t (e.g. "OwnNamespace").
 func (b CorpusBundle) Supports(t string) bool {
 	for _, m := range b.InstallModes {

@@ -225,10 +225,8 @@ func (c *Cluster) launchInNode(detached bool, env []string, name, bin string, ar
 // waitFile waits until path exists, failing early when a node process has exited.
 func (c *Cluster) waitFile(ctx context.Context, path string, timeout time.Duration) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		for _, p := range c.Node.Processes {
-			if p.Exited() {
-				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tail(p.Log, 3000))
-			}
+		if err := c.exitedProcess(); err != nil {
+			return false, err
 		}
 		_, err := os.Stat(path)
 		return err == nil, nil
@@ -257,10 +255,8 @@ func (c *Cluster) importImages(ctx context.Context, nb *NodeBinaries) error {
 func (c *Cluster) waitRealNodeReady(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range c.Node.Processes {
-			if p.Exited() {
-				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tail(p.Log, 3000))
-			}
+		if err := c.exitedProcess(); err != nil {
+			return false, err
 		}
 		node, err := cs.CoreV1().Nodes().Get(ctx, c.Node.Name, metav1.GetOptions{})
 		if err != nil {
@@ -337,23 +333,6 @@ func loadCA(p pki) (*olmpki.KeyPair, error) {
 		return nil, err
 	}
 	return olmpki.ParseKeyPair(certPEM, keyPEM)
-}
-
-func writeClientKubeconfig(path, server, ca, cert, key string) error {
-	content := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: %q, certificate-authority: %q}
-users:
-- name: node
-  user: {client-certificate: %q, client-key: %q}
-contexts:
-- name: local
-  context: {cluster: local, user: node}
-current-context: local
-`, server, ca, cert, key)
-	return os.WriteFile(path, []byte(content), 0o600)
 }
 
 // logTo is a writer for progress lines; nil discards them.

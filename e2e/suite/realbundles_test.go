@@ -35,16 +35,6 @@ const unsupportedModeBound = 10 * time.Second
 // unresolvableBound is how soon `install --wait` of a package no catalog has must exit 1 (issue 16).
 const unresolvableBound = 15 * time.Second
 
-// bareClusterKinds are the kinds a registry+v1 bundle may carry that a cluster with only Kubernetes'
-// own APIs serves. A bundle with another kind (the corpus has ServiceMonitors and PrometheusRules)
-// cannot be Installed until another operator provides that CRD: a reason outside OLM, so such bundles
-// are not chosen.
-var bareClusterKinds = map[string]bool{
-	"ClusterServiceVersion": true, "CustomResourceDefinition": true, "Service": true, "ServiceAccount": true,
-	"ConfigMap": true, "Secret": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "PodDisruptionBudget": true, "PriorityClass": true,
-}
-
 // realBundle is a chosen bundle and what installing it showed.
 type realBundle struct {
 	localcluster.CorpusBundle
@@ -353,12 +343,7 @@ func installableOnKwok(b localcluster.CorpusBundle) bool {
 	if len(b.Dependencies) > 0 || len(b.Deployments) == 0 {
 		return false
 	}
-	for _, k := range b.Kinds {
-		if !bareClusterKinds[k] {
-			return false
-		}
-	}
-	return true
+	return b.OnlyBareClusterKinds()
 }
 
 func operatorNames(bs []*realBundle) []string {

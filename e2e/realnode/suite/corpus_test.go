@@ -20,14 +20,6 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
-// bareKinds are the kinds a cluster with only Kubernetes' own APIs serves; a corpus bundle with other
-// kinds (ServiceMonitors, PrometheusRules) waits for another operator and is not chosen.
-var bareKinds = map[string]bool{
-	"ClusterServiceVersion": true, "CustomResourceDefinition": true, "Service": true, "ServiceAccount": true,
-	"ConfigMap": true, "Secret": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
-	"ClusterRoleBinding": true,
-}
-
 // Two real community bundles (../shared/testdata/corpus) whose operator images live on registries this
 // machine cannot reach: on a real kubelet they are Installed, and Healthy=False says the image cannot be
 // pulled and which image, the honest answer without internet.
@@ -48,7 +40,7 @@ var _ = Describe("real corpus bundles on a real node without internet", Label("r
 			Skip(fmt.Sprintf("the real test data %s is absent (set OLMV1_TESTDATA): %v", testdata, err))
 		}
 		for _, b := range all {
-			if b.Webhooks == 0 && len(b.Dependencies) == 0 && len(b.Deployments) == 1 && onlyBareKinds(b.Kinds) {
+			if b.Webhooks == 0 && len(b.Dependencies) == 0 && len(b.Deployments) == 1 && b.OnlyBareClusterKinds() {
 				chosen = append(chosen, b)
 			}
 		}
@@ -127,12 +119,3 @@ var _ = Describe("real corpus bundles on a real node without internet", Label("r
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
 	})
 })
-
-func onlyBareKinds(kinds []string) bool {
-	for _, k := range kinds {
-		if !bareKinds[k] {
-			return false
-		}
-	}
-	return true
-}

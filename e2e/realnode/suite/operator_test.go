@@ -63,7 +63,7 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 				bds, err := dc.Resource(bundleDeploymentGVR).List(ctx, metav1.ListOptions{})
 				return err == nil && len(bds.Items) == 0
 			}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
-			deleteWidgetCRD(ctx)
+			deleteWidgetCRD(ctx, dc)
 		})
 		By("building widget-operator, its bundles 1.0.0 and 1.1.0 and catalogs v1 and v2, and pushing them")
 		fix, err = widgetbundle.Build(ctx, widgetbundle.Options{
@@ -227,7 +227,7 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		}
 		_, err = env.clientset.Discovery().ServerResourcesForGroupVersion("widgets.olmv1.io/v1")
 		Expect(err).NotTo(HaveOccurred(), "rukpak keeps CRDs on uninstall (docs/rukpak.md)")
-		deleteWidgetCRD(ctx)
+		deleteWidgetCRD(ctx, dc)
 		Expect(dc.Resource(catalogGVR).Delete(ctx, "widgets", metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() bool {
 			_, err := dc.Resource(catalogGVR).Get(ctx, "widgets", metav1.GetOptions{})
@@ -250,8 +250,8 @@ func deleteWidgets(ctx context.Context, dc dynamic.Interface) {
 }
 
 // deleteWidgetCRD deletes the Widget CRD that rukpak keeps after uninstall, and waits until it is gone.
-func deleteWidgetCRD(ctx context.Context) {
-	crds := dynamicCRDs()
+func deleteWidgetCRD(ctx context.Context, dc dynamic.Interface) {
+	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	err := crds.Delete(ctx, "widgets.widgets.olmv1.io", metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
@@ -261,12 +261,6 @@ func deleteWidgetCRD(ctx context.Context) {
 		_, err := crds.Get(ctx, "widgets.widgets.olmv1.io", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
-}
-
-func dynamicCRDs() dynamic.ResourceInterface {
-	dc, err := dynamic.NewForConfig(env.cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 }
 
 // installChart installs the chart from the images of env.binDir, pulled by the node from the registry,
