@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -242,6 +243,18 @@ func buildPause(ctx context.Context, c *component, log io.Writer) error {
 func buildComponents(ctx context.Context, comps []*component, log io.Writer) error {
 	for _, c := range comps {
 		if c.complete() {
+			continue
+		}
+		// Another build (a second `olmv1-dev build`, a test binary) may be writing the same cache:
+		// wait for it instead of building the same files twice at once.
+		unlock, err := lockCache(filepath.Dir(c.outDir), c.name, log)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	for _, c := range comps {
+		if c.complete() {
 			fmt.Fprintf(log, "localcluster: %s %s cached in %s\n", c.name, c.version, c.outDir)
 			continue
 		}
@@ -267,4 +280,25 @@ func buildComponents(ctx context.Context, comps []*component, log io.Writer) err
 		fmt.Fprintf(log, "localcluster: built %s %s in %s\n", c.name, c.version, time.Since(start).Round(time.Second))
 	}
 	return nil
+}
+
+// lockCache takes an exclusive lock on dir/.build.lock (creating dir), printing that it waits when
+// another process holds it; unlock releases it. The lock is released by the kernel when the process
+// dies, so a killed build never leaves the cache locked.
+func lockCache(dir, name string, log io.Writer) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(log, "localcluster: another process is building %s into %s; waiting for it\n", name, dir)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		}
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

@@ -7,6 +7,12 @@ import (
 )
 
 // Condition types of a Catalog.
+// LabelMetadataName is the label catalogd sets on every Catalog to the Catalog's own name, so that
+// an Operator's catalogSelector can pick one catalog by name:
+// matchLabels: {olm.operatorframework.io/metadata.name: <catalog>}. catalogd resets it when it is
+// changed or removed.
+const LabelMetadataName = "olm.operatorframework.io/metadata.name"
+
 const (
 	// TypeUnpacked is True when the content of the current spec was fetched and parsed as a valid
 	// file-based catalog. It is False with reason Pending, UnpackFailed or InvalidCatalog otherwise.

@@ -21,6 +21,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
 // flags are catalogd's own flags (the common ones are boot's).
@@ -39,6 +40,11 @@ type flags struct {
 	metadataAPIService  string
 
 	maxConcurrentUnpacks int
+
+	// mirrors is the registry mirror configuration of catalog image pulls.
+	mirrors mirrors.Flags
+	// tls is the --tls-profile of the content endpoint, the CatalogMetadata API and source pulls.
+	tls boot.TLSProfile
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -64,6 +70,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"register the CatalogMetadata APIService: \"local\" (an ExternalName Service pointing at localhost, for a control plane on this machine), \"service:<namespace>/<name>[:port]\" (an in-cluster Service), or \"none\"")
 	fs.IntVar(&f.maxConcurrentUnpacks, "max-concurrent-unpacks", 0,
 		"how many Catalogs are unpacked, parsed and stored at once; 0 derives it from the container's memory limit (cgroup v2 memory.max): (limit - 128 MiB) / 64 MiB, between 1 and 8, or 2 without a limit")
+	f.mirrors.Bind(fs)
 }
 
 // metadataListenAddress validates --metadata-bind-address and returns the address to listen on
@@ -102,6 +109,7 @@ func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
 		BindAddress: bindAddress,
 		CertDir:     f.metadataCertDir,
 		ExtraSANs:   []string{"catalogd-metadata." + f.namespace + ".svc", "catalogd." + f.namespace + ".svc"},
+		TLS:         f.tls,
 	}, reg)
 }
 
@@ -124,6 +132,7 @@ func main() {
 		DefaultProbePort:   7081,
 		BindFlags:          f.bind,
 		Setup:              f.setup,
+		TLSProfile:         &f.tls,
 	}, os.Args[1:]))
 }
 
@@ -145,6 +154,7 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 		CertFile: f.tlsCertFile,
 		KeyFile:  f.tlsKeyFile,
 		Insecure: f.httpInsecure,
+		TLS:      f.tls,
 		Handler:  &serve.Handler{Store: store},
 		Log:      ctrl.Log.WithName("catalogd").WithName("content"),
 	}

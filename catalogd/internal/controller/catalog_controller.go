@@ -67,7 +67,7 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&catalogdv1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			deletingPredicate()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentUnpacks, 1)}).
 		Named("catalog")
@@ -85,7 +85,7 @@ func deletingPredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 }
 
-// Reconcile runs the steps: finalize (when deleting) or ensureFinalizer → (paused? report and stop,
+// Reconcile runs the steps: finalize (when deleting) or ensureMetadata (finalizer, name label) → (paused? report and stop,
 // see pause.go) → reportPending → unpack → parse → store (unpack.go), then sets the conditions once
 // (status.go) and patches status once. step.Result turns the step error into the result: a
 // terminal failure waits for a spec change or the next poll, others are retried with backoff or
@@ -100,7 +100,7 @@ func (r *CatalogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !cat.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, cat)
 	}
-	if err := r.ensureFinalizer(ctx, cat); err != nil {
+	if err := r.ensureMetadata(ctx, cat); err != nil {
 		return ctrl.Result{}, err
 	}
 	if cat.Spec.Paused {
@@ -167,12 +167,19 @@ func logStepError(l logr.Logger, err error) {
 	}
 }
 
-func (r *CatalogReconciler) ensureFinalizer(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
-	if controllerutil.ContainsFinalizer(cat, Finalizer) {
+// ensureMetadata gives the Catalog catalogd's finalizer and the name label
+// (catalogdv1alpha1.LabelMetadataName), in one patch when either is missing or the label was
+// changed.
+func (r *CatalogReconciler) ensureMetadata(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
+	if controllerutil.ContainsFinalizer(cat, Finalizer) && cat.Labels[catalogdv1alpha1.LabelMetadataName] == cat.Name {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(cat.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(cat, Finalizer)
+	if cat.Labels == nil {
+		cat.Labels = map[string]string{}
+	}
+	cat.Labels[catalogdv1alpha1.LabelMetadataName] = cat.Name
 	return r.Client.Patch(ctx, cat, patch)
 }
 

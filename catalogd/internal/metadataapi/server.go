@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
 
 // ServerOptions configure the aggregated API server.
@@ -35,6 +36,10 @@ type ServerOptions struct {
 	ExtraSANs []string
 	// Log receives the server's own messages.
 	Log logr.Logger
+	// TLS is the profile (minimum version, cipher suites, curves) of the server; the zero profile is
+	// Intermediate. HTTP/2 needs a Custom profile with TLS 1.0–1.2 suites to keep one of
+	// TLS_ECDHE_{RSA,ECDSA}_WITH_AES_128_GCM_SHA256.
+	TLS boot.TLSProfile
 }
 
 // Server is a prepared aggregated API server: listening, not yet serving.
@@ -82,17 +87,16 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 		}
 		authorize = s.guard.authorize
 	}
+	tlsConfig := o.TLS.ServerConfig()
+	tlsConfig.GetCertificate = s.certs.GetCertificate
+	// Every client certificate is verified by the authenticator, against the CAs it reloads.
+	tlsConfig.ClientAuth = tls.RequestClientCert
 	s.srv = &http.Server{
 		Handler:           newHandler(NewREST(hub), scheme, docs, authorize),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: s.certs.GetCertificate,
-			// Every client certificate is verified by the authenticator, against the CAs it reloads.
-			ClientAuth: tls.RequestClientCert,
-		},
+		TLSConfig:         tlsConfig,
 	}
 	if s.listener, err = net.Listen("tcp", o.BindAddress); err != nil {
 		return nil, fmt.Errorf("listening on %s for the metadata API (change --metadata-bind-address): %w", o.BindAddress, err)

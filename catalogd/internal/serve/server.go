@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
+	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
@@ -28,8 +29,11 @@ type Server struct {
 	CertFile, KeyFile string
 	// Insecure serves plain HTTP. It must be asked for explicitly.
 	Insecure bool
-	Handler  http.Handler
-	Log      logr.Logger
+	// TLS is the profile (minimum version, cipher suites, curves) of the HTTPS endpoint; the zero
+	// profile is Intermediate.
+	TLS     boot.TLSProfile
+	Handler http.Handler
+	Log     logr.Logger
 
 	// listener is set by Listen (tests listen on port 0 and read the address back).
 	listener net.Listener
@@ -102,7 +106,7 @@ func (s *Server) Start(ctx context.Context) error {
 	l := s.listener
 	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 10 * time.Second}
 	if !s.Insecure {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		cfg := s.TLS.ServerConfig()
 		if s.CertFile != "" {
 			w, err := certwatcher.New(s.CertFile, s.KeyFile)
 			if err != nil {

@@ -50,6 +50,8 @@ type bundleOutcome struct {
 	Image        string              `json:"image,omitempty"`
 	Deprecation  []string            `json:"deprecation,omitempty"`
 	Dependencies []dependencyOutcome `json:"dependencies,omitempty"`
+	// Tie says that catalogs of the same priority offered this version and how the tie was broken.
+	Tie string `json:"tie,omitempty"`
 }
 
 type dependencyOutcome struct {
@@ -153,7 +155,7 @@ func restConfig(path, context string) (*rest.Config, error) {
 }
 
 func newBundleOutcome(b *operators.Bundle) *bundleOutcome {
-	out := &bundleOutcome{Name: b.Name, Version: b.Version, Catalog: b.Catalog, Image: b.Image}
+	out := &bundleOutcome{Name: b.Name, Version: b.Version, Catalog: b.Catalog, Image: b.Image, Tie: b.Tie()}
 	for _, d := range []string{b.PackageDeprecation, b.ChannelDeprecation, b.BundleDeprecation} {
 		if d != "" {
 			out.Deprecation = append(out.Deprecation, d)
@@ -191,7 +193,7 @@ func printClusterOutcomes(w io.Writer, out clusterOutput) {
 		}
 		tw.Flush()
 	}
-	var failed, upgrades, deprecated []string
+	var failed, upgrades, notes []string
 	for _, o := range out.Operators {
 		if !o.Resolved {
 			failed = append(failed, fmt.Sprintf("  %s: %s", o.Name, o.Message))
@@ -200,8 +202,11 @@ func printClusterOutcomes(w io.Writer, out clusterOutput) {
 			upgrades = append(upgrades, fmt.Sprintf("  %s: version %s (bundle %s from catalog %q); approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
 				o.Name, a.Version, a.Name, a.Catalog, o.Name, a.Version))
 		}
+		if o.Bundle != nil && o.Bundle.Tie != "" {
+			notes = append(notes, fmt.Sprintf("note: Operator %s: %s", o.Name, o.Bundle.Tie))
+		}
 		if o.Bundle != nil && len(o.Bundle.Deprecation) > 0 {
-			deprecated = append(deprecated, fmt.Sprintf("warning: Operator %s: %s %s is deprecated: %s", o.Name, o.Bundle.Name, o.Bundle.Version, strings.Join(o.Bundle.Deprecation, "; ")))
+			notes = append(notes, fmt.Sprintf("warning: Operator %s: %s %s is deprecated: %s", o.Name, o.Bundle.Name, o.Bundle.Version, strings.Join(o.Bundle.Deprecation, "; ")))
 		}
 	}
 	if len(failed) > 0 {
@@ -212,8 +217,8 @@ func printClusterOutcomes(w io.Writer, out clusterOutput) {
 		fmt.Fprintln(w, "\nUpgrades awaiting approval (upgradePolicy Manual):")
 		fmt.Fprintln(w, strings.Join(upgrades, "\n"))
 	}
-	for _, d := range deprecated {
-		fmt.Fprintln(w, d)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintf(w, "\nServing catalogs: %s\n", orNone(out.Catalogs))
 }

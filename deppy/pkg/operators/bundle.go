@@ -1,11 +1,13 @@
 package operators
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -36,6 +38,99 @@ type Bundle struct {
 	Channel string
 	// Dependencies are the bundle's dependencies and the packages resolution chose to satisfy them.
 	Dependencies []Dependency
+	// Properties are the bundle's properties as its catalog lists them, except the large ones that
+	// carry manifests or descriptions (olm.bundle.object, olm.csv.metadata); see RecordedProperties.
+	Properties []property.Property
+	// TiedWith names the other catalogs (sorted) that offer the same version of the package at the
+	// same catalog priority, for the same request: the chosen catalog won only because ties are
+	// broken by catalog name. Empty when there was no tie.
+	TiedWith []string
+}
+
+// Tie says, when resolution broke a tie between catalogs (TiedWith is set), that it did and how,
+// and what to do to choose; "" otherwise.
+func (b *Bundle) Tie() string {
+	if len(b.TiedWith) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(b.TiedWith))
+	for i, c := range b.TiedWith {
+		quoted[i] = strconv.Quote(c)
+	}
+	return fmt.Sprintf("catalog %q and %s %s offer version %s of package %q at the same priority; %q won because ties are broken by catalog name "+
+		"(alphabetical order): to choose, set spec.catalogSelector (e.g. matchLabels olm.operatorframework.io/metadata.name: <catalog>) or give one Catalog a higher spec.priority",
+		b.Catalog, plural(len(b.TiedWith), "catalog", "catalogs"), strings.Join(quoted, ", "), b.Version, b.Package, b.Catalog)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Property types left out of Bundle.Properties: they carry whole manifests or long descriptions.
+var largeProperties = map[string]bool{property.TypeBundleObject: true, property.TypeCSVMetadata: true}
+
+// RecordedProperties is props without the large properties (largeProperties), in their order,
+// each value as canonical compact JSON (HTML characters such as '>' not escaped): the same property
+// gives the same bytes however its catalog was encoded. A value that is not JSON is left out.
+func RecordedProperties(props []property.Property) []property.Property {
+	var out []property.Property
+	for _, p := range props {
+		if largeProperties[p.Type] {
+			continue
+		}
+		v, err := CanonicalJSON(p.Value)
+		if err != nil {
+			continue
+		}
+		out = append(out, property.Property{Type: p.Type, Value: v})
+	}
+	return out
+}
+
+// CanonicalJSON is raw decoded and encoded again: compact, object keys sorted, without escaping
+// '<', '>' and '&'.
+func CanonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var v interface{}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// tiedCatalogs are the catalogs other than chosen's that offer the same version of its package at
+// the same priority and standing (deprecation) to request r: those whose bundle the preference
+// order (olm's newer) ranks below chosen by catalog name alone.
+func tiedCatalogs(idx *olm.Index, r Request, chosen *olm.Bundle) []string {
+	channels := (olm.Requirement{Channel: r.Channel, Channels: r.Channels}).ChannelList()
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range idx.Bundles(chosen.Package) {
+		// Only catalogs the name rule ranks below chosen's: one ranked above it that was not chosen
+		// was ruled out by something else (an upgrade edge, a constraint).
+		if o.Catalog <= chosen.Catalog || seen[o.Catalog] || o.CatalogPriority != chosen.CatalogPriority ||
+			o.VersionString != chosen.VersionString || o.Version.Compare(chosen.Version) != 0 || o.Deprecated() != chosen.Deprecated() {
+			continue
+		}
+		if r.Catalogs != nil && !slices.Contains(r.Catalogs, o.Catalog) {
+			continue
+		}
+		if len(channels) > 0 && !slices.ContainsFunc(channels, o.InChannel) {
+			continue
+		}
+		seen[o.Catalog] = true
+		out = append(out, o.Catalog)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Dependency is one dependency of a resolved bundle and the package satisfying it.
@@ -58,7 +153,11 @@ const (
 // newBundle describes the selection made for request r.
 func newBundle(idx *olm.Index, r Request, sel *olm.Selection) *Bundle {
 	b := &Bundle{Name: sel.Bundle, Package: sel.Package, Version: sel.Version, Catalog: sel.Catalog, Image: sel.Image}
+	if chosen := idx.Bundle(sel.Catalog, sel.Package, sel.Bundle); chosen != nil {
+		b.TiedWith = tiedCatalogs(idx, r, chosen)
+	}
 	if info := sel.BundleInfo(); info != nil {
+		b.Properties = RecordedProperties(info.Properties)
 		for _, p := range info.Properties {
 			switch p.Type {
 			case PropertyMediaType:

@@ -439,3 +439,65 @@ func TestResolveIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// tieFBC is package t at version 1.0.0 (with a custom property and a large olm.bundle.object one).
+const tieFBC = `
+schema: olm.package
+name: t
+defaultChannel: stable
+---
+schema: olm.channel
+package: t
+name: stable
+entries:
+- name: t.v1.0.0
+---
+schema: olm.bundle
+package: t
+name: t.v1.0.0
+image: registry.test/t:1.0.0
+properties:
+- {type: olm.package, value: {packageName: t, version: 1.0.0}}
+- {type: example.com/support-tier, value: gold}
+- {type: olm.bundle.object, value: {data: eyJraW5kIjoiQ29uZmlnTWFwIn0=}}
+`
+
+// Two catalogs of the same priority offering the same version: the first by name wins, and the
+// bundle says it was a tie, with which catalog and what to do. A higher priority is no tie; a
+// catalogSelector leaving one catalog is none either.
+func TestTieBetweenCatalogsIsReported(t *testing.T) {
+	idx, err := olm.NewIndex(loadCatalog(t, "bravo", 0, tieFBC), loadCatalog(t, "alpha", 0, tieFBC), loadCatalog(t, "charlie", 0, tieFBC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Resolve(context.Background(), idx, []Request{{Name: "op", Package: "t"}})["op"].Bundle
+	if b == nil || b.Catalog != "alpha" || strings.Join(b.TiedWith, ",") != "bravo,charlie" {
+		t.Fatalf("bundle %+v; want catalog alpha tied with bravo and charlie", b)
+	}
+	for _, s := range []string{`catalog "alpha" and catalogs "bravo", "charlie" offer version 1.0.0 of package "t" at the same priority`, `"alpha" won because ties are broken by catalog name`, "spec.catalogSelector", "olm.operatorframework.io/metadata.name", "spec.priority"} {
+		if !strings.Contains(b.Tie(), s) {
+			t.Errorf("tie message %q lacks %q", b.Tie(), s)
+		}
+	}
+	var types []string
+	for _, p := range b.Properties {
+		types = append(types, p.Type)
+	}
+	if strings.Join(types, ",") != "olm.package,example.com/support-tier" {
+		t.Errorf("recorded properties %v; want olm.package and example.com/support-tier (olm.bundle.object left out)", types)
+	}
+
+	b = Resolve(context.Background(), idx, []Request{{Name: "op", Package: "t", Catalogs: []string{"bravo"}}})["op"].Bundle
+	if b == nil || b.Catalog != "bravo" || b.Tie() != "" {
+		t.Fatalf("with one catalog selected: %+v, tie %q; want bravo and no tie", b, b.Tie())
+	}
+
+	idx, err = olm.NewIndex(loadCatalog(t, "bravo", 5, tieFBC), loadCatalog(t, "alpha", 0, tieFBC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = Resolve(context.Background(), idx, []Request{{Name: "op", Package: "t"}})["op"].Bundle
+	if b == nil || b.Catalog != "bravo" || b.Tie() != "" {
+		t.Fatalf("with priorities 5 and 0: %+v, tie %q; want bravo by priority, no tie", b, b.Tie())
+	}
+}

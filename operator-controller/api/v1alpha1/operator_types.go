@@ -98,6 +98,9 @@ const (
 	// ReasonRollbackBlocked (Healthy=False): the failed upgrade could not be rolled back (the
 	// BundleDeployment's reason; its message says why).
 	ReasonRollbackBlocked = rukpakv1alpha1.ReasonRollbackBlocked
+	// ReasonProgressionProbeWaiting (Healthy=False): a progression probe waits on an installed
+	// object (the BundleDeployment's reason; its message names the probe, the object and the value).
+	ReasonProgressionProbeWaiting = rukpakv1alpha1.ReasonProgressionProbeWaiting
 
 	// ReasonPaused (Paused=True): spec.paused is true.
 	ReasonPaused = "Paused"
@@ -278,6 +281,16 @@ type OperatorSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Hold;Rollback
 	UpgradeFailurePolicy rukpakv1alpha1.UpgradeFailurePolicy `json:"upgradeFailurePolicy,omitempty"`
+
+	// progressionProbes are passed to the BundleDeployment: readiness checks of the installed
+	// objects a probe selects (by group/kind or labels), each a list of assertions (a status
+	// condition, a field value, two equal fields or a CEL expression over self). Healthy waits until
+	// they pass and, while one waits, names the probe, the object and the value it observed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	ProgressionProbes []rukpakv1alpha1.ProgressionProbe `json:"progressionProbes,omitempty"`
 }
 
 // BundleMetadata identifies a bundle of a catalog.
@@ -297,6 +310,29 @@ type BundleMetadata struct {
 	// source is where the bundle's content is pulled from: its image reference.
 	// +optional
 	Source string `json:"source,omitempty"`
+
+	// properties are the bundle's properties as its catalog lists them (olm.package, olm.gvk,
+	// olm.package.required, olm.constraint, olm.maxOpenShiftVersion, the author's own types ...),
+	// without those that carry whole manifests or descriptions (olm.bundle.object,
+	// olm.csv.metadata). The BundleDeployment that installs the bundle carries the same list in its
+	// annotation operators.operatorframework.io/bundle-properties.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Properties []BundleProperty `json:"properties,omitempty"`
+}
+
+// BundleProperty is one property of a bundle.
+type BundleProperty struct {
+	// type of the property, e.g. "olm.gvk".
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Type string `json:"type"`
+
+	// value of the property as compact JSON, e.g. {"group":"example.com","kind":"Widget","version":"v1"}.
+	// +required
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value"`
 }
 
 // Dependency is a package installed to satisfy a dependency of the Operator's bundle.

@@ -169,16 +169,16 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 
 // installFailure is an error when the Operator's Installed condition is False for its current
 // generation with a reason that needs a person: the BundleDeployment's own reason (ObjectConflict,
-// InstallFailed, UpgradeFailed, UnpackFailed, InvalidBundle, ...). InstallationPending is waiting, and
-// InstallationFailed is an error of operator-controller's own writes, which it retries: neither stops
-// the wait.
+// InstallFailed, UpgradeFailed, UnpackFailed, InvalidBundle, ...). InstallationPending and
+// ProgressionProbeWaiting (a phase waits on a progression probe) are waiting, and InstallationFailed
+// is an error of operator-controller's own writes, which it retries: none of them stops the wait.
 func installFailure(op *operatorsv1alpha1.Operator) error {
 	c := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeInstalled)
 	if c == nil || c.ObservedGeneration != op.Generation || c.Status != metav1.ConditionFalse {
 		return nil
 	}
 	switch c.Reason {
-	case operatorsv1alpha1.ReasonInstallationPending, operatorsv1alpha1.ReasonInstallationFailed:
+	case operatorsv1alpha1.ReasonInstallationPending, operatorsv1alpha1.ReasonInstallationFailed, operatorsv1alpha1.ReasonProgressionProbeWaiting:
 		return nil
 	}
 	return fmt.Errorf("not installed: Installed=False reason %s: %s (see kubectl get operator %s -o yaml)", c.Reason, c.Message, op.Name)

@@ -88,6 +88,34 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, 
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
 	}
+	spec := rukpakv1alpha1.BundleDeploymentSpec{
+		ProvisionerClassName: prov,
+		Source: rukpakv1alpha1.Source{
+			Type:  rukpakv1alpha1.SourceTypeImage,
+			Image: &rukpakv1alpha1.ImageSource{Ref: b.Image},
+		},
+		InstallNamespace: ns,
+	}
+	if err := applySettings(&spec, op); err != nil {
+		return nil, fmt.Errorf("bundle %s %w", b.Name, err)
+	}
+	return &rukpakv1alpha1.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            op.Name,
+			Labels:          ownerLabels(op),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
+			Annotations:     bundleAnnotations(b),
+		},
+		Spec: spec,
+	}, nil
+}
+
+// applySettings writes into spec what op says about how to install, whatever bundle is installed:
+// its config (with spec.watchNamespaces), policies, pause, progress deadline and progression
+// probes. It is all of the BundleDeployment's spec except the bundle (source and provisioner) and
+// the install namespace, so it applies to the installed bundle also when nothing resolves (e.g. its
+// catalog is gone). Config fields the provisioner does not use are an error saying what to remove.
+func applySettings(spec *rukpakv1alpha1.BundleDeploymentSpec, op *operatorsv1alpha1.Operator) error {
 	var cfg *rukpakv1alpha1.BundleConfig
 	if op.Spec.Config != nil {
 		cfg = op.Spec.Config.DeepCopy()
@@ -98,32 +126,35 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, 
 		}
 		cfg.WatchNamespaces = append([]string(nil), op.Spec.WatchNamespaces...)
 	}
-	if unused := configUnusedBy(prov, cfg); len(unused) > 0 {
-		return nil, fmt.Errorf("bundle %s is installed by %s, which does not use %s (the BundleDeployment API rejects them): remove them from the Operator's spec",
-			b.Name, prov, strings.Join(unused, ", "))
+	if unused := configUnusedBy(spec.ProvisionerClassName, cfg); len(unused) > 0 {
+		return fmt.Errorf("is installed by %s, which does not use %s (the BundleDeployment API rejects them): remove them from the Operator's spec",
+			spec.ProvisionerClassName, strings.Join(unused, ", "))
 	}
-	return &rukpakv1alpha1.BundleDeployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            op.Name,
-			Labels:          ownerLabels(op),
-			OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
-			Annotations:     bundleAnnotations(b),
-		},
-		Spec: rukpakv1alpha1.BundleDeploymentSpec{
-			ProvisionerClassName: prov,
-			Source: rukpakv1alpha1.Source{
-				Type:  rukpakv1alpha1.SourceTypeImage,
-				Image: &rukpakv1alpha1.ImageSource{Ref: b.Image},
-			},
-			InstallNamespace:     ns,
-			Config:               cfg,
-			CollisionPolicy:      collisionPolicy(op),
-			DeletionPolicy:       deletionPolicy(op),
-			Paused:               op.Spec.Paused,
-			ProgressDeadline:     op.Spec.ProgressDeadline,
-			UpgradeFailurePolicy: op.Spec.UpgradeFailurePolicy,
-		},
-	}, nil
+	spec.Config = cfg
+	spec.CollisionPolicy, spec.DeletionPolicy = collisionPolicy(op), deletionPolicy(op)
+	spec.Paused = op.Spec.Paused
+	spec.ProgressDeadline, spec.UpgradeFailurePolicy = op.Spec.ProgressDeadline, op.Spec.UpgradeFailurePolicy
+	spec.ProgressionProbes = op.Spec.ProgressionProbes
+	return nil
+}
+
+// settingsChanged names the settings (applySettings) that differ between BundleDeployment specs a
+// and b, in the Operator's terms, e.g. ["spec.config", "spec.paused"].
+func settingsChanged(a, b *rukpakv1alpha1.BundleDeploymentSpec) []string {
+	var changed []string
+	add := func(differ bool, field string) {
+		if differ {
+			changed = append(changed, field)
+		}
+	}
+	add(!equality.Semantic.DeepEqual(a.Config, b.Config), "spec.config")
+	add(a.CollisionPolicy != b.CollisionPolicy, "spec.collisionPolicy")
+	add(a.DeletionPolicy != b.DeletionPolicy, "spec.deletionPolicy")
+	add(a.Paused != b.Paused, "spec.paused")
+	add(!equality.Semantic.DeepEqual(a.ProgressDeadline, b.ProgressDeadline), "spec.progressDeadline")
+	add(a.UpgradeFailurePolicy != b.UpgradeFailurePolicy, "spec.upgradeFailurePolicy")
+	add(!equality.Semantic.DeepEqual(a.ProgressionProbes, b.ProgressionProbes), "spec.progressionProbes")
+	return changed
 }
 
 // collisionPolicy is op's spec.collisionPolicy, Prevent when empty (an Operator created before the
@@ -176,10 +207,13 @@ func mergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
 // bundleAnnotations are the annotations by which the BundleDeployment that installs b names it
 // (read back by bundleMetadata, and by deppy's cluster package, for which it is installed).
 func bundleAnnotations(b *resolve.Bundle) map[string]string {
-	return map[string]string{
+	a := map[string]string{
 		AnnotationPackage: b.Package, AnnotationBundleName: b.Name,
 		AnnotationBundleVersion: b.Version, AnnotationCatalog: b.Catalog,
+		// Always set (also to ""), so that a bundle without properties replaces the previous one's.
+		AnnotationBundleProperties: propertiesAnnotation(bundleProperties(b.Properties)),
 	}
+	return a
 }
 
 // bundleMetadata is the identity of the bundle that BundleDeployment annotations (bundleAnnotations)
@@ -194,6 +228,7 @@ func bundleMetadata(annotations map[string]string, image string) *operatorsv1alp
 	return &operatorsv1alpha1.BundleMetadata{
 		Name: annotations[AnnotationBundleName], Version: annotations[AnnotationBundleVersion],
 		Catalog: annotations[AnnotationCatalog], Source: image,
+		Properties: propertiesFromAnnotation(annotations[AnnotationBundleProperties]),
 	}
 }
 

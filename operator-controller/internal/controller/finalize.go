@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // Finalizer holds a deleted Operator until its deletionPolicy and collisionPolicy have reached its
@@ -46,7 +47,7 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 		return err
 	}
 	if bd != nil && bd.DeletionTimestamp.IsZero() {
-		if _, err := r.ensurePolicies(ctx, op, bd); err != nil {
+		if err := r.passDeletionPolicy(ctx, op, bd); err != nil {
 			return err
 		}
 		// Delete it now rather than leave it to the garbage collector, which may not watch the
@@ -62,6 +63,25 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 	}
 	if r.Metrics != nil {
 		r.Metrics.Forget(op.Name)
+	}
+	return nil
+}
+
+// passDeletionPolicy gives bd op's deletionPolicy before bd is deleted with op (an Orphan set just
+// before the Operator was deleted must still orphan); the install namespace is released first for
+// Orphan. Nothing else of the spec is passed: a config the bundle cannot use must not block an
+// uninstall.
+func (r *OperatorReconciler) passDeletionPolicy(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) error {
+	if bd.Spec.DeletionPolicy == deletionPolicy(op) {
+		return nil
+	}
+	if err := r.ensureNamespace(ctx, op, bd.Spec.InstallNamespace); err != nil {
+		return err
+	}
+	updated := bd.DeepCopy()
+	updated.Spec.DeletionPolicy = deletionPolicy(op)
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("passing deletionPolicy %s to BundleDeployment %q: %w", updated.Spec.DeletionPolicy, bd.Name, err)
 	}
 	return nil
 }

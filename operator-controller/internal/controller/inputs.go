@@ -26,6 +26,9 @@ const (
 	AnnotationBundleName    = cluster.AnnotationBundleName
 	AnnotationBundleVersion = cluster.AnnotationBundleVersion
 	AnnotationCatalog       = cluster.AnnotationCatalog
+	// AnnotationBundleProperties is the bundle's properties (properties.go) as a JSON list of
+	// {"type", "value"} objects, the value as compact JSON.
+	AnnotationBundleProperties = "operators.operatorframework.io/bundle-properties"
 )
 
 // requests turns the Operators into resolution requests with deppy's cluster.Requests (the mapping

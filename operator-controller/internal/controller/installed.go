@@ -87,7 +87,8 @@ func installedBy(bd *rukpakv1alpha1.BundleDeployment, catalog []*olm.Bundle) ins
 		}
 		if b != nil {
 			in.state = installedBundleKnown
-			in.bundle = bundleMetadata(bundleAnnotations(&resolve.Bundle{Name: b.Name, Package: b.Package, Version: b.VersionString, Catalog: b.Catalog}), b.Image)
+			in.bundle = bundleMetadata(bundleAnnotations(&resolve.Bundle{Name: b.Name, Package: b.Package, Version: b.VersionString, Catalog: b.Catalog,
+				Properties: resolve.RecordedProperties(b.Properties)}), b.Image)
 			return in
 		}
 		in.state, in.bundle = installedImageOnly, bundleMetadata(nil, ref)

@@ -179,7 +179,9 @@ func TestFailedUpgradeReportsTheInstalledBundleFromTheBundleDeployment(t *testin
 		c.Message != `BundleDeployment "op": `+upgradeFailed+" (bundle pkg.v1.0.0 stays installed, version 1.0.0)" {
 		t.Errorf("Installed %+v; want UpgradeFailed saying pkg.v1.0.0 (version 1.0.0) stays installed", c)
 	}
-	want := &operatorsv1alpha1.BundleMetadata{Name: "pkg.v1.0.0", Version: "1.0.0", Catalog: "main", Source: img1}
+	// The installed bundle is found in the catalog by its image: its properties come from there.
+	want := &operatorsv1alpha1.BundleMetadata{Name: "pkg.v1.0.0", Version: "1.0.0", Catalog: "main", Source: img1,
+		Properties: []operatorsv1alpha1.BundleProperty{{Type: "olm.package", Value: `{"packageName":"pkg","version":"1.0.0"}`}}}
 	if !equality.Semantic.DeepEqual(got.Status.InstalledBundle, want) {
 		t.Errorf("installedBundle %+v; want %+v", got.Status.InstalledBundle, want)
 	}

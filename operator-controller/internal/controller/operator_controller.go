@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ type OperatorReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;update
 
 // Reconcile runs the steps for one Operator: ensureFinalizer → resolution → apply (install or
-// ensurePolicies) → setStatus → patchStatus (one status write, and an Event per condition
+// ensureSettings) → setStatus → patchStatus (one status write, and an Event per condition
 // transition). A step that fails returns a step.Error naming the condition and reason it sets;
 // setStatus reads them from there and step.Result turns them into the result: resolution that could
 // not run is looked at again after retryResolution, an install that retrying cannot fix (a terminal
@@ -133,8 +134,9 @@ func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alph
 }
 
 // apply writes what the resolution asks for and records it in obs: nothing while op is paused before
-// anything was installed; the resolved bundle (install); or, when nothing resolved, op's policies to
-// the installed BundleDeployment, which stays (orphaning an Operator whose catalog is gone must work).
+// anything was installed; the resolved bundle (install); or, when nothing resolved, op's settings
+// (config, policies, pause: what needs no resolution) to the installed BundleDeployment, which
+// stays (orphaning an Operator whose catalog is gone, or changing its config, must work).
 func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) {
 	switch {
 	case op.Spec.Paused && obs.bd == nil:
@@ -142,8 +144,8 @@ func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Op
 	case obs.outcome != nil && obs.outcome.Bundle != nil:
 		obs.applyErr = r.install(ctx, op, obs)
 	case obs.bd != nil:
-		bd, err := r.ensurePolicies(ctx, op, obs.bd)
-		obs.bd, obs.applyErr = bd, installFailed(err)
+		bd, changed, err := r.ensureSettings(ctx, op, obs.bd)
+		obs.bd, obs.settingsApplied, obs.applyErr = bd, changed, installFailed(err)
 	}
 }
 
@@ -320,25 +322,35 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	return updated, nil
 }
 
-// ensurePolicies passes op's collisionPolicy and deletionPolicy to its existing BundleDeployment
-// without changing what it installs; the install namespace is released first for Orphan.
-func (r *OperatorReconciler) ensurePolicies(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
-	if bd.Spec.CollisionPolicy == collisionPolicy(op) && bd.Spec.DeletionPolicy == deletionPolicy(op) && bd.Spec.Paused == op.Spec.Paused &&
-		equality.Semantic.DeepEqual(bd.Spec.ProgressDeadline, op.Spec.ProgressDeadline) && bd.Spec.UpgradeFailurePolicy == op.Spec.UpgradeFailurePolicy {
-		return bd, nil
+// ensureSettings applies op's settings (applySettings: config, watch namespaces, policies, pause,
+// progress deadline, progression probes) to its existing BundleDeployment without changing what it
+// installs: the way spec changes reach the installed bundle when nothing resolved (its catalog is
+// gone or unreadable, or the spec's version no longer resolves). It returns the BundleDeployment
+// and the settings it changed. The install namespace is released first for Orphan.
+func (r *OperatorReconciler) ensureSettings(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, []string, error) {
+	want := bd.Spec.DeepCopy()
+	if err := applySettings(want, op); err != nil {
+		return bd, nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed,
+			fmt.Errorf("the installed bundle (BundleDeployment %q) %w", bd.Name, err))
+	}
+	changed := settingsChanged(&bd.Spec, want)
+	if len(changed) == 0 {
+		return bd, nil, nil
 	}
 	if err := r.ensureNamespace(ctx, op, bd.Spec.InstallNamespace); err != nil {
-		return bd, err
+		return bd, nil, err
 	}
 	updated := bd.DeepCopy()
-	updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy = collisionPolicy(op), deletionPolicy(op)
-	updated.Spec.Paused, updated.Spec.ProgressDeadline, updated.Spec.UpgradeFailurePolicy = op.Spec.Paused, op.Spec.ProgressDeadline, op.Spec.UpgradeFailurePolicy
+	updated.Spec = *want
 	if err := r.Client.Update(ctx, updated); err != nil {
-		return bd, fmt.Errorf("passing collisionPolicy %s and deletionPolicy %s to BundleDeployment %q: %w",
-			updated.Spec.CollisionPolicy, updated.Spec.DeletionPolicy, bd.Name, err)
+		err = fmt.Errorf("applying %s to BundleDeployment %q without resolution: %w", strings.Join(changed, ", "), bd.Name, err)
+		if apierrors.IsInvalid(err) {
+			return bd, nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
+		}
+		return bd, nil, err
 	}
-	log.FromContext(ctx).Info("updated the BundleDeployment's policies", "collisionPolicy", updated.Spec.CollisionPolicy, "deletionPolicy", updated.Spec.DeletionPolicy)
-	return updated, nil
+	log.FromContext(ctx).Info("applied settings to the installed bundle without resolution", "changed", changed)
+	return updated, changed, nil
 }
 
 // SetupWithManager watches Operators, their BundleDeployments and every Catalog. Any change to an

@@ -42,6 +42,9 @@ type observations struct {
 	dependencies []operatorsv1alpha1.Dependency
 	// pausedBeforeInstall is set when the Operator is paused and nothing is installed yet.
 	pausedBeforeInstall bool
+	// settingsApplied names the settings (spec.config, spec.paused, ...) this reconcile applied to
+	// the installed BundleDeployment while nothing resolved (ensureSettings).
+	settingsApplied []string
 }
 
 // err is the failure Reconcile returns (through step.Result): resolution's, which says when to look
@@ -82,19 +85,22 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	var bundle *resolve.Bundle
 	switch {
 	case obs.resolveErr != nil:
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, obs.resolveErr.Error()+installed.staysInstalled())
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, obs.resolveErr.Error()+installed.staysInstalled()+withoutResolution(obs))
 	case obs.outcome == nil:
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionUnknown, operatorsv1alpha1.ReasonResolutionPending, "resolution has not run yet")
 	case obs.outcome.Bundle == nil:
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, obs.outcome.Message+installed.staysInstalled())
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed, obs.outcome.Message+installed.staysInstalled()+withoutResolution(obs))
 	default:
 		bundle = obs.outcome.Bundle
 		op.Status.ResolvedBundle = bundleMetadata(bundleAnnotations(bundle), bundle.Image)
 		if obs.applyErr == nil || obs.dependencies != nil {
 			op.Status.Dependencies = obs.dependencies
 		}
-		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded,
-			fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog))
+		msg := fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog)
+		if tie := bundle.Tie(); tie != "" {
+			msg += "; " + tie
+		}
+		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, msg)
 	}
 
 	setPaused(op, set)
@@ -102,6 +108,22 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
 	setUpgradeAvailable(op, obs.outcome, installed, set)
+}
+
+// withoutResolution is the part of a Resolved=False message that says what still reaches the
+// installed bundle ("" when nothing is installed): the settings that need no resolution, and
+// those this reconcile applied.
+func withoutResolution(obs observations) string {
+	if obs.bd == nil {
+		return ""
+	}
+	msg := "; resolution is unavailable, but changes to spec.config, spec.watchNamespaces, the policies, spec.paused and spec.progressionProbes still apply to the installed bundle"
+	if len(obs.settingsApplied) > 0 {
+		msg += " (applied " + strings.Join(obs.settingsApplied, ", ") + " to BundleDeployment " + obs.bd.Name + " without resolution)"
+	} else if obs.applyErr == nil {
+		msg += " (BundleDeployment " + obs.bd.Name + " has the current ones)"
+	}
+	return msg
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
@@ -187,7 +209,8 @@ func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeploym
 			fmt.Sprintf("BundleDeployment %q has not reported health yet", bd.Name))
 	case c.Status == metav1.ConditionTrue:
 		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionTrue, operatorsv1alpha1.ReasonHealthy, c.Message)
-	case c.Status == metav1.ConditionFalse && (c.Reason == operatorsv1alpha1.ReasonProgressDeadlineExceeded || c.Reason == operatorsv1alpha1.ReasonRollbackBlocked):
+	case c.Status == metav1.ConditionFalse && (c.Reason == operatorsv1alpha1.ReasonProgressDeadlineExceeded || c.Reason == operatorsv1alpha1.ReasonRollbackBlocked ||
+		c.Reason == operatorsv1alpha1.ReasonProgressionProbeWaiting):
 		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, c.Reason, c.Message)
 	case c.Status == metav1.ConditionFalse:
 		set(operatorsv1alpha1.TypeHealthy, metav1.ConditionFalse, operatorsv1alpha1.ReasonUnhealthy, c.Message)

@@ -153,7 +153,8 @@ func TestSetStatus(t *testing.T) {
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionFalse || c.Reason != rukpakv1alpha1.ReasonInstallFailed || c.Message != `BundleDeployment "op": m` {
 		t.Errorf("Installed %+v", c)
 	}
-	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.HasSuffix(c.Message, "x (bundle p.v1 stays installed, version 1.0.0)") {
+	if c := cond(op, operatorsv1alpha1.TypeResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "x (bundle p.v1 stays installed, version 1.0.0); resolution is unavailable, but changes to spec.config") ||
+		!strings.HasSuffix(c.Message, "(BundleDeployment op has the current ones)") {
 		t.Errorf("Resolved %+v", c)
 	}
 	if ib := op.Status.InstalledBundle; ib == nil || ib.Name != "p.v1" || ib.Source != "r/p:1" {

@@ -85,6 +85,15 @@ const (
 	// revision is held as it is; the message says why.
 	ReasonRollbackBlocked = "RollbackBlocked"
 
+	// ReasonProgressionProbeWaiting (Healthy=False): an installed object fails an assertion of a
+	// spec.progressionProbes entry; the message names the probe, the object and the assertion with
+	// the value observed.
+	ReasonProgressionProbeWaiting = "ProgressionProbeWaiting"
+	// ReasonInvalidProgressionProbe (Installed=False): a probe of spec.progressionProbes cannot be
+	// used (a CEL expression that does not compile, a label selector that does not parse); nothing
+	// is applied until the spec is fixed. The message names the probe and the error.
+	ReasonInvalidProgressionProbe = "InvalidProgressionProbe"
+
 	// ReasonPaused (Paused=True): spec.paused is true.
 	ReasonPaused = "Paused"
 	// ReasonNotPaused (Paused=False): spec.paused is false; the BundleDeployment is reconciled.
@@ -216,6 +225,170 @@ type BundleDeploymentSpec struct {
 	// Healthy=False has reason RollbackBlocked. Rollback needs progressDeadline.
 	// +optional
 	UpgradeFailurePolicy UpgradeFailurePolicy `json:"upgradeFailurePolicy,omitempty"`
+
+	// progressionProbes are readiness checks of the bundle's own objects, on top of the built-in ones
+	// (Deployments available, CRDs established, ...): every installed object a probe's selector
+	// matches must pass all of the probe's assertions before the BundleDeployment is Healthy. While
+	// a probe waits, the Healthy condition (reason ProgressionProbeWaiting) names the probe, the
+	// object and the failing assertion with the value it observed, e.g. `progression probe
+	// "widget-ready" waits on Widget ns/w1: .status.phase is "Provisioning", want "Ready"`. CEL
+	// expressions are compiled when the spec is read; one that does not compile stops the install
+	// with Installed=False, reason InvalidProgressionProbe. With probes, a new revision is applied
+	// in phases (namespaces, policies, RBAC, CRDs, storage, workloads, webhooks, then the rest): a
+	// phase whose objects a probe waits on holds the later phases back (Installed=False, reason
+	// ProgressionProbeWaiting), and nothing is pruned until every phase passed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	ProgressionProbes []ProgressionProbe `json:"progressionProbes,omitempty"`
+}
+
+// ProgressionProbe is one readiness check: the objects it selects and what must hold for each.
+type ProgressionProbe struct {
+	// name identifies the probe in conditions and events, e.g. "widget-ready".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// selector chooses, among the objects this BundleDeployment installed, those the probe checks.
+	// +required
+	Selector ProbeSelector `json:"selector"`
+
+	// assertions must all hold for every selected object, in order; the first that does not is
+	// reported.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Assertions []ProbeAssertion `json:"assertions"`
+}
+
+// ProbeSelector chooses installed objects by their kind (group, kind or both) or by their labels.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.group) || has(self.kind) || has(self.labelSelector)",message="selector needs group and/or kind, or labelSelector"
+// +kubebuilder:validation:XValidation:rule="!has(self.labelSelector) || (!has(self.group) && !has(self.kind))",message="selector takes either group/kind or labelSelector, not both"
+type ProbeSelector struct {
+	// group is the API group of the selected objects, e.g. "apps" or "example.com". Unset: any
+	// group (select core kinds such as ConfigMap by kind alone).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Group string `json:"group,omitempty"`
+
+	// kind of the selected objects, e.g. "Widget". Unset: every kind of group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	Kind string `json:"kind,omitempty"`
+
+	// labelSelector selects the objects whose labels (as the bundle renders them) match.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// ProbeAssertionType names the kind of check a ProbeAssertion makes.
+// +kubebuilder:validation:Enum=Condition;FieldValue;FieldsEqual;CEL
+type ProbeAssertionType string
+
+const (
+	// ProbeAssertionCondition checks status.conditions[type].status.
+	ProbeAssertionCondition ProbeAssertionType = "Condition"
+	// ProbeAssertionFieldValue checks that a field has a given value.
+	ProbeAssertionFieldValue ProbeAssertionType = "FieldValue"
+	// ProbeAssertionFieldsEqual checks that two fields hold the same value.
+	ProbeAssertionFieldsEqual ProbeAssertionType = "FieldsEqual"
+	// ProbeAssertionCEL evaluates a CEL expression over the object.
+	ProbeAssertionCEL ProbeAssertionType = "CEL"
+)
+
+// ProbeAssertion is one check of an object: a union selected by type, with the member of the same
+// name set (condition, fieldValue, fieldsEqual or cel).
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'Condition' ? has(self.condition) : !has(self.condition)",message="condition must be set exactly when type is Condition"
+// +kubebuilder:validation:XValidation:rule="self.type == 'FieldValue' ? has(self.fieldValue) : !has(self.fieldValue)",message="fieldValue must be set exactly when type is FieldValue"
+// +kubebuilder:validation:XValidation:rule="self.type == 'FieldsEqual' ? has(self.fieldsEqual) : !has(self.fieldsEqual)",message="fieldsEqual must be set exactly when type is FieldsEqual"
+// +kubebuilder:validation:XValidation:rule="self.type == 'CEL' ? has(self.cel) : !has(self.cel)",message="cel must be set exactly when type is CEL"
+type ProbeAssertion struct {
+	// type is Condition, FieldValue, FieldsEqual or CEL, and says which other field is set.
+	// +required
+	Type ProbeAssertionType `json:"type"`
+
+	// condition holds when the object's status.conditions has an entry of this type with this
+	// status.
+	// +optional
+	Condition *ConditionAssertion `json:"condition,omitempty"`
+
+	// fieldValue holds when the field at fieldPath has value.
+	// +optional
+	FieldValue *FieldValueAssertion `json:"fieldValue,omitempty"`
+
+	// fieldsEqual holds when the fields at fieldA and fieldB are both set and equal, e.g.
+	// .status.observedGeneration and .metadata.generation.
+	// +optional
+	FieldsEqual *FieldsEqualAssertion `json:"fieldsEqual,omitempty"`
+
+	// cel holds when its expression evaluates to true.
+	// +optional
+	CEL *CELAssertion `json:"cel,omitempty"`
+}
+
+// ConditionAssertion checks one condition of an object's status.conditions.
+type ConditionAssertion struct {
+	// type of the condition, e.g. "Ready".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Type string `json:"type"`
+
+	// status the condition must have: True, False or Unknown.
+	// +required
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status metav1.ConditionStatus `json:"status"`
+}
+
+// FieldValueAssertion checks the value of one field.
+type FieldValueAssertion struct {
+	// fieldPath is a dotted path into the object starting with a dot, e.g. ".status.phase"; a
+	// segment that is a number indexes a list (".status.conditions.0.type"). Keys that contain a
+	// dot or a slash (most annotations) need a CEL assertion instead.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(\.[A-Za-z0-9_-]+)+$`
+	FieldPath string `json:"fieldPath"`
+
+	// value the field must have, written as a string: a string field is compared as it is, any
+	// other field as its JSON (e.g. "true", "3", `["a"]`).
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Value string `json:"value"`
+}
+
+// FieldsEqualAssertion checks that two fields of an object hold the same value.
+type FieldsEqualAssertion struct {
+	// fieldA is the dotted path of the first field, e.g. ".status.observedGeneration".
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(\.[A-Za-z0-9_-]+)+$`
+	FieldA string `json:"fieldA"`
+
+	// fieldB is the dotted path of the second field, e.g. ".metadata.generation".
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(\.[A-Za-z0-9_-]+)+$`
+	FieldB string `json:"fieldB"`
+}
+
+// CELAssertion is a CEL expression over the object.
+type CELAssertion struct {
+	// expression is a CEL expression that must evaluate to a bool, with the object as self, e.g.
+	// "self.status.readyReplicas >= 2". A field that is not set makes it fail (guard with has()).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Expression string `json:"expression"`
 }
 
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.

@@ -276,7 +276,7 @@ type ResolvedSource struct {
 }
 
 // String names the content for condition messages and logs, the same way in catalogd and rukpak:
-// "image <ref@digest>", "git <repository> at <commit>", "http <url>" (followed by " etag <etag>"
+// "image <ref@digest>" (followed by " (pulled from mirror <mirror>)" when a mirror served it), "git <repository> at <commit>", "http <url>" (followed by " etag <etag>"
 // when the server sent one) or "configmaps <name>@<resourceVersion>, ...". It is "unknown source"
 // for nil, and the type alone when the member of that type is missing.
 func (rs *ResolvedSource) String() string {
@@ -284,6 +284,8 @@ func (rs *ResolvedSource) String() string {
 		return "unknown source"
 	}
 	switch {
+	case rs.Image != nil && rs.Image.Mirror != "":
+		return "image " + rs.Image.Ref + " (pulled from mirror " + rs.Image.Mirror + ")"
 	case rs.Image != nil:
 		return "image " + rs.Image.Ref
 	case rs.Git != nil:
@@ -315,6 +317,16 @@ type ResolvedImageSource struct {
 	// the name a catalog gives the image. Unset in statuses written before it existed.
 	// +optional
 	Requested string `json:"requested,omitempty"`
+
+	// mirror is the digest reference the image was actually pulled from, when that is not the
+	// repository of ref: a mirror from the registry mirror configuration (the controller's
+	// registries.conf, ImageDigestMirrorSets, ImageTagMirrorSets), or the location a
+	// registries.conf entry remaps the registry to, e.g. mirror.example.com/org/catalog@sha256:<digest>.
+	// ref still names the image by its original repository. Empty when the image came from the
+	// registry ref names.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1000
+	Mirror string `json:"mirror,omitempty"`
 }
 
 // ResolvedConfigMapSource is the version of one ConfigMap that was read.

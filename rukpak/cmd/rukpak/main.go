@@ -33,6 +33,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
 // flags are rukpak's own flags (the common ones are in boot).
@@ -48,6 +49,10 @@ type flags struct {
 	helmLimits helm.Limits
 	// platform renews OLM v1's own certificates (chart tls.mode=selfSigned).
 	platform platformcerts.Flags
+	// mirrors is the registry mirror configuration of bundle image pulls.
+	mirrors mirrors.Flags
+	// tls is the --tls-profile, for the registries, HTTP sources and git servers bundles come from.
+	tls boot.TLSProfile
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -66,6 +71,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"Helm renders running at once, renders past their time limit included (they cannot be interrupted)")
 	f.webhooks.bind(fs)
 	f.platform.Bind(fs)
+	f.mirrors.Bind(fs)
 }
 
 func main() {
@@ -79,6 +85,7 @@ func main() {
 		BindFlags:          f.bind,
 		ManagerOptions:     func(o *ctrl.Options) { o.Cache = controller.CacheOptions() },
 		Setup:              f.setup,
+		TLSProfile:         &f.tls,
 	}, os.Args[1:]))
 }
 
@@ -100,7 +107,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	unpacker, err := newUnpacker(f.cacheDir, direct)
+	unpacker, err := newUnpacker(f.cacheDir, direct, f.mirrors, f.tls)
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,23 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
 // newUnpacker builds the source.Unpacker. reader must not be the manager's label-scoped cache: the
-// ConfigMaps and Secrets that sources name carry no rukpak labels.
-func newUnpacker(cacheDir string, reader client.Reader) (source.Unpacker, error) {
-	return source.New(source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source")})
+// ConfigMaps and Secrets that sources name carry no rukpak labels (and the mirror sets are listed
+// through it, without a watch).
+// Registries, HTTP sources and git servers are reached with the TLS profile tp.
+func newUnpacker(cacheDir string, reader client.Reader, mf mirrors.Flags, tp boot.TLSProfile) (source.Unpacker, error) {
+	cfg := source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source"), ClientTLS: tp.Apply}
+	mp, err := mf.Provider(reader)
+	if err != nil {
+		return nil, err
+	}
+	if mp != nil {
+		cfg.Mirrors = mp
+	}
+	return source.New(cfg)
 }

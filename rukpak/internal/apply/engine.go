@@ -45,6 +45,20 @@ const digestKey = "rukpakManifestDigest"
 // FieldOwner is the server-side apply field manager of everything rukpak applies.
 const FieldOwner = "rukpak"
 
+// identityKey is the key of a revision's Request.Identity in its Helm config.
+const identityKey = "rukpakIdentity"
+
+// sameRevision reports whether revision r is the content with manifest digest digest and identity
+// identity: the same rendered objects from the same origin. A revision recorded without an identity
+// (before identities existed), or a request without one, is compared by its objects alone.
+func sameRevision(r *release.Release, digest, identity string) bool {
+	if configString(r, digestKey) != digest {
+		return false
+	}
+	recorded := configString(r, identityKey)
+	return identity == "" || recorded == "" || recorded == identity
+}
+
 // Engine applies rendered objects as Helm release revisions.
 type Engine struct {
 	// Client writes the objects (server-side apply) and knows the cluster's kinds (its RESTMapper).
@@ -74,10 +88,19 @@ type Request struct {
 	// CollisionPolicy decides whether an existing object that the BundleDeployment does not own may
 	// be taken (empty: Prevent).
 	CollisionPolicy rukpakv1alpha1.CollisionPolicy
+	// Identity says where the content came from (e.g. the content hash and the image digest): a
+	// request whose rendered objects equal the deployed revision's but whose Identity differs is a
+	// new revision (a new bundle version that renders the same objects is still an upgrade, and
+	// the history says so). Empty: only the rendered objects decide. Revisions recorded before
+	// identities existed match any Identity.
+	Identity string
 	// Attempt identifies what asked for this content (a hash of the BundleDeployment's spec): it is
 	// recorded with a new revision, and when a rollback (Rollback) abandoned content, that content is
 	// not applied again while the request carries the same Attempt.
 	Attempt string
+	// Phases, when set, applies a new revision phase by phase and stops at a phase whose objects do
+	// not pass their progression probes (phases.go); the revision then stays pending (Result.Waiting).
+	Phases *PhaseGate
 }
 
 // Result is the outcome of a successful Apply.
@@ -95,6 +118,9 @@ type Result struct {
 	// abandoned it for the same Attempt: the deployed revision (that rollback) was re-applied, and
 	// HeldBack is its description.
 	HeldBack string
+	// Waiting, when set, says that the revision is applied up to a phase that waits on a progression
+	// probe: it stays pending (nothing is pruned) and the next Apply resumes it; Objects are what was applied.
+	Waiting *PhaseWaitError
 }
 
 // Reasons of an *Error, matching the BundleDeployment's Installed condition reasons.
@@ -150,6 +176,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	info := map[string]interface{}{digestKey: digest}
+	if req.Identity != "" {
+		info[identityKey] = req.Identity
+	}
 	if req.Attempt != "" {
 		info[attemptKey] = req.Attempt
 	}
@@ -159,8 +188,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	// Content a rollback abandoned is not tried again while the request is the same attempt: the
 	// deployed (rolled back) revision is re-applied instead.
 	var heldBack string
-	if deployed != nil && abandons(deployed, digest, req.Attempt) {
+	if deployed != nil && abandons(deployed, digest, req.Identity, req.Attempt) {
 		objs, digest = deployedObjs[0], configString(deployed, digestKey)
+		info[identityKey] = configString(deployed, identityKey)
 		heldBack = configString(deployed, descriptionKey)
 	}
 	res, err := e.install(ctx, req, revs, deployedObjs, interrupted, objs, digest, info, "")
@@ -181,7 +211,8 @@ func (e *Engine) install(ctx context.Context, req Request, revs *revisions, depl
 	if err != nil {
 		return nil, err
 	}
-	if revs.deployed != nil && revs.deployed.Config[digestKey] == digest {
+	identity, _ := info[identityKey].(string)
+	if revs.deployed != nil && sameRevision(revs.deployed, digest, identity) {
 		return e.reapplyDeployed(ctx, req, revs, interrupted, objs, existing)
 	}
 	if req.Preflight != nil {
@@ -196,6 +227,9 @@ func (e *Engine) install(ctx context.Context, req Request, revs *revisions, depl
 	// What earlier revisions may have applied: the deployed one, and any a crash interrupted.
 	before := slices.Concat(deployedObjs, interrupted)
 	leftAlone, applyErr := e.applyAndPrune(ctx, req, objs, existing, before)
+	if wait := (*PhaseWaitError)(nil); errors.As(applyErr, &wait) {
+		return &Result{Revision: rel.Version, Objects: wait.Applied, Waiting: wait}, nil // not Changed: deployed only once every phase passed
+	}
 	if applyErr != nil {
 		return nil, e.failRevision(ctx, req, rel, revs.deployed, deployedObjs, objs, applyErr)
 	}
@@ -245,7 +279,8 @@ func (e *Engine) recordPending(req Request, revs *revisions, objs []*unstructure
 	}
 	rel := pendingRelease(req, revs.deployed, manifest, info)
 	last := revs.last
-	rel.Version = nextVersion(last, digest)
+	identity, _ := info[identityKey].(string)
+	rel.Version = nextVersion(last, digest, identity)
 	if last != nil && rel.Version == last.Version {
 		err = e.Storage.Update(rel)
 	} else {
@@ -279,15 +314,16 @@ func pendingRelease(req Request, deployed *release.Release, manifest string, inf
 	return rel
 }
 
-// nextVersion is the number of a new revision with manifest digest digest after revision last
-// (nil before the first): last's own number when it is to be resumed or retried.
-func nextVersion(last *release.Release, digest string) int {
+// nextVersion is the number of a new revision with manifest digest digest and identity identity
+// after revision last (nil before the first): last's own number when it is to be resumed or
+// retried.
+func nextVersion(last *release.Release, digest, identity string) int {
 	switch {
 	case last == nil:
 		return 1
 	case isPending(last):
 		return last.Version // resuming a revision a crash interrupted: one install is one revision
-	case last.Info != nil && last.Info.Status == release.StatusFailed && last.Config[digestKey] == digest:
+	case last.Info != nil && last.Info.Status == release.StatusFailed && sameRevision(last, digest, identity):
 		return last.Version // retrying the same failed content: reuse its revision
 	default:
 		return last.Version + 1
@@ -298,7 +334,7 @@ func nextVersion(last *release.Release, digest string) int {
 // no longer contain; it returns what the prune left alone.
 func (e *Engine) applyAndPrune(ctx context.Context, req Request, objs []*unstructured.Unstructured,
 	existing map[ObjectKey]*unstructured.Unstructured, before [][]*unstructured.Unstructured) ([]string, error) {
-	if err := e.applyAll(ctx, req, objs, existing); err != nil {
+	if err := e.applyPhases(ctx, req, objs, existing, req.Phases); err != nil {
 		return nil, err
 	}
 	return e.prune(ctx, req.Name, before, objs)

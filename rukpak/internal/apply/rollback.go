@@ -30,8 +30,9 @@ const (
 	descriptionKey = "rukpakDescription"
 	// abandonedDigestKey and abandonedAttemptKey are the content a rollback abandoned and the
 	// Attempt that had asked for it.
-	abandonedDigestKey  = "rukpakAbandonedDigest"
-	abandonedAttemptKey = "rukpakAbandonedAttempt"
+	abandonedDigestKey   = "rukpakAbandonedDigest"
+	abandonedIdentityKey = "rukpakAbandonedIdentity"
+	abandonedAttemptKey  = "rukpakAbandonedAttempt"
 )
 
 // configString is the string value of key in r's Helm config ("" when absent).
@@ -57,9 +58,14 @@ func configInt(r *release.Release, key string) int {
 	return 0
 }
 
-// abandons reports whether deployed is a rollback that abandoned content digest for attempt.
-func abandons(deployed *release.Release, digest, attempt string) bool {
-	return attempt != "" && configString(deployed, abandonedDigestKey) == digest && configString(deployed, abandonedAttemptKey) == attempt
+// abandons reports whether deployed is a rollback that abandoned content digest (with identity
+// identity) for attempt.
+func abandons(deployed *release.Release, digest, identity, attempt string) bool {
+	if attempt == "" || configString(deployed, abandonedDigestKey) != digest || configString(deployed, abandonedAttemptKey) != attempt {
+		return false
+	}
+	abandoned := configString(deployed, abandonedIdentityKey)
+	return identity == "" || abandoned == "" || abandoned == identity
 }
 
 func revisionOf(r *release.Release) Revision {
@@ -152,14 +158,15 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*Result, er
 	info := map[string]interface{}{}
 	for k, v := range target.Config {
 		switch k {
-		case healthyAtKey, leftAloneKey, rollbackFromKey, descriptionKey, abandonedDigestKey, abandonedAttemptKey:
+		case healthyAtKey, leftAloneKey, rollbackFromKey, descriptionKey, abandonedDigestKey, abandonedIdentityKey, abandonedAttemptKey:
 		default:
-			info[k] = v // the digest, content hash, resolved source, chart version, values hash
+			info[k] = v // the digest, identity, content hash, resolved source, chart version, values hash
 		}
 	}
 	info[rollbackFromKey] = req.From
 	info[descriptionKey] = req.Why
 	info[abandonedDigestKey] = configString(deployed, digestKey)
+	info[abandonedIdentityKey] = configString(deployed, identityKey)
 	info[abandonedAttemptKey] = configString(deployed, attemptKey)
 	return e.install(ctx, req.Request, revs, recorded[:1], interrupted, objs, configString(target, digestKey), info, "Rollback: "+req.Why)
 }

@@ -31,6 +31,10 @@ func (r *BundleDeploymentReconciler) applyRequest(bd *rukpakv1alpha1.BundleDeplo
 func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
 	req := r.applyRequest(bd)
 	req.Objects = st.objects
+	if len(st.probes) > 0 {
+		req.Phases = &apply.PhaseGate{Probes: st.probes, Reader: r.Engine.Client}
+	}
+	req.Identity = revisionIdentity(st.hash, &st.unpacked.ResolvedSource)
 	req.Info = map[string]interface{}{"contentHash": st.hash, "resolvedSource": st.unpacked.ResolvedSource}
 	for k, v := range st.info {
 		req.Info[k] = v
@@ -59,6 +63,23 @@ func (r *BundleDeploymentReconciler) apply(ctx context.Context, bd *rukpakv1alph
 	return nil
 }
 
+// revisionIdentity is what makes content a revision of its own besides the objects it renders: its
+// hash and, for images and git, the digest or commit it was unpacked from. A new bundle version
+// whose rendered objects are the same as the installed one's (a CSV whose version is not rendered
+// into any object) is a new revision, so history, installedRevision and the Operator's installed
+// bundle agree. A ConfigMap or HTTP source that changed without changing the content is not.
+func revisionIdentity(contentHash string, rs *rukpakv1alpha1.ResolvedSource) string {
+	id := contentHash
+	switch {
+	case rs == nil:
+	case rs.Image != nil:
+		id += " image " + rs.Image.Ref
+	case rs.Git != nil:
+		id += " git " + rs.Git.Repository + "@" + rs.Git.Commit
+	}
+	return id
+}
+
 // checkHealth checks the installed objects (st.plan) and records the first problem in st.healthy.
 func (r *BundleDeploymentReconciler) checkHealth(ctx context.Context, st *state) {
 	defer r.Metrics.observeStep(StepHealth, time.Now())
@@ -67,4 +88,7 @@ func (r *BundleDeploymentReconciler) checkHealth(ctx context.Context, st *state)
 		reader = r.Client
 	}
 	st.healthy = st.plan.Check(ctx, reader, r.EndpointReader)
+	if st.healthy == nil && st.applied != nil && st.applied.Waiting != nil {
+		st.healthy = st.applied.Waiting // the cache may be ahead of the phase gate's read: wait for the next apply
+	}
 }

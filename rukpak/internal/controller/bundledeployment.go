@@ -143,6 +143,9 @@ type state struct {
 	progress *progress
 	// historyChanged: a revision's record changed (it became Healthy); status.history is refreshed.
 	historyChanged bool
+	// probes are the compiled spec.progressionProbes (probes.go), once probesCompiled.
+	probes         []*health.Probe
+	probesCompiled bool
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -172,7 +175,7 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	st := &state{}
 	var err error
 	if !r.healthOnly(bd, st) {
-		for _, next := range []func(context.Context, *rukpakv1alpha1.BundleDeployment, *state) error{r.unpack, r.render, r.apply} {
+		for _, next := range []func(context.Context, *rukpakv1alpha1.BundleDeployment, *state) error{r.compileProbes, r.unpack, r.render, r.apply} {
 			if err = next(ctx, bd, st); err != nil {
 				break
 			}

@@ -14,7 +14,6 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
-	"github.com/olmv1/olmv1/rukpak/internal/health"
 )
 
 // Progress deadline (spec.progressDeadline, spec.upgradeFailurePolicy). When a revision is first
@@ -174,7 +173,7 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 // installedRevision notes what res installed, for the status, health-only reconciles and the
 // drift watches; it returns the error of starting those watches (the caller decides what it means).
 func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state, res *apply.Result) error {
-	st.applied, st.count, st.plan = res, len(res.Objects), health.NewPlan(res.Objects)
+	st.applied, st.count, st.plan = res, len(res.Objects), r.healthPlan(bd, st, res.Objects)
 	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
 		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack})

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/health"
 	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
@@ -46,6 +47,14 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 
 	installed := bd.Status.InstalledRevision > 0
 	switch {
+	case st.applied != nil && st.applied.Waiting != nil:
+		// Applied up to a phase whose probe waits: the revision is not installed yet (it stays
+		// pending; the next reconcile goes on from there).
+		msg := fmt.Sprintf("revision %d is being applied, %d objects so far: %v", st.applied.Revision, st.count, st.applied.Waiting)
+		if installed {
+			msg += fmt.Sprintf(" (revision %d stays installed)", bd.Status.InstalledRevision)
+		}
+		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonProgressionProbeWaiting, msg)
 	case st.applied != nil:
 		bd.Status.InstalledRevision = int64(st.applied.Revision)
 		msg := fmt.Sprintf("revision %d is installed (%d objects)", st.applied.Revision, st.count)
@@ -88,6 +97,8 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, reason, st.progress.message(st.healthy))
 	case st.applied != nil && st.healthy == nil:
 		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, rukpakv1alpha1.ReasonHealthy, "every installed object is ready")
+	case st.applied != nil && health.IsProbeWaiting(st.healthy):
+		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, rukpakv1alpha1.ReasonProgressionProbeWaiting, st.healthy.Error())
 	case st.applied != nil:
 		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, rukpakv1alpha1.ReasonUnhealthy, st.healthy.Error())
 	case bd.Status.InstalledRevision == 0:
@@ -127,7 +138,8 @@ func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeploym
 // condition fails. Paused=False is no failure, and the pending reasons mean "not there yet".
 var events = step.Policy{
 	NotFailures: []string{rukpakv1alpha1.TypePaused},
-	Progressing: []string{rukpakv1alpha1.ReasonUnpackPending, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonHealthUnknown},
+	Progressing: []string{rukpakv1alpha1.ReasonUnpackPending, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonHealthUnknown,
+		rukpakv1alpha1.ReasonProgressionProbeWaiting},
 }
 
 // emitEvents records what this reconcile installed and left in place, then one Event per condition

@@ -55,6 +55,27 @@ type Watches struct {
 	mu        sync.Mutex
 	seen      map[schema.GroupVersionKind]bool
 	endpoints bool
+	// probed holds the kinds that progression probes select (schema.GroupKind → true): their status
+	// changes pass like those of health.StatusKinds. Kinds are never removed (a kind no probe selects
+	// any more costs a few health-only reconciles).
+	probed sync.Map
+}
+
+// WatchStatus makes status changes of objects of kinds reconcile their BundleDeployment, as a
+// health check: progression probes look at those objects' status.
+func (w *Watches) WatchStatus(kinds []schema.GroupKind) {
+	for _, gk := range kinds {
+		w.probed.Store(gk, true)
+	}
+}
+
+// statusDecidesHealth reports whether the status of objects of gk can change Healthy.
+func (w *Watches) statusDecidesHealth(gk schema.GroupKind) bool {
+	if health.StatusKinds[gk] {
+		return true
+	}
+	_, ok := w.probed.Load(gk)
+	return ok
 }
 
 // watchSyncTimeout bounds the wait for a new watch's initial list.
@@ -78,7 +99,7 @@ func (w *Watches) Ensure(ctx context.Context, objs []*unstructured.Unstructured)
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src := source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{})
+		src := source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{status: w.statusDecidesHealth})
 		if err := w.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
@@ -164,13 +185,25 @@ func (deleting) Update(e event.UpdateEvent) bool {
 // rukpak's own applies, or the initial list of a watch that starts after a restart: those of the
 // kinds health looks at pass (as health-only triggers), so that a Deployment that became ready while
 // a restarted rukpak was starting its watches is seen at once, not at the next 30 s re-check.
-type appliedChanged struct{ predicate.Funcs }
-
-func (appliedChanged) Create(e event.CreateEvent) bool {
-	return e.Object != nil && health.StatusKinds[e.Object.GetObjectKind().GroupVersionKind().GroupKind()]
+type appliedChanged struct {
+	predicate.Funcs
+	// status reports whether the status of a kind decides health (health.StatusKinds, and the
+	// kinds progression probes select); nil: health.StatusKinds.
+	status func(schema.GroupKind) bool
 }
 
-func (appliedChanged) Update(e event.UpdateEvent) bool {
+func (a appliedChanged) statusKind(gk schema.GroupKind) bool {
+	if a.status == nil {
+		return health.StatusKinds[gk]
+	}
+	return a.status(gk)
+}
+
+func (a appliedChanged) Create(e event.CreateEvent) bool {
+	return e.Object != nil && a.statusKind(e.Object.GetObjectKind().GroupVersionKind().GroupKind())
+}
+
+func (a appliedChanged) Update(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld, e.ObjectNew
 	if o == nil || n == nil {
 		return true
@@ -182,7 +215,7 @@ func (appliedChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	// The status of these kinds drives Healthy.
-	return health.StatusKinds[n.GetObjectKind().GroupVersionKind().GroupKind()]
+	return a.statusKind(n.GetObjectKind().GroupVersionKind().GroupKind())
 }
 
 // statusOnly reports whether an update that appliedChanged passed changed only the status: such an

@@ -5,7 +5,8 @@
 // kinds are healthy once they exist. The message of an unready Deployment, StatefulSet or DaemonSet
 // carries the workload's own failure when its conditions report one (ReplicaFailure,
 // ProgressDeadlineExceeded) and what its pods say (see PodProblem), so that a person sees why pods
-// are missing or not ready.
+// are missing or not ready. Progression probes (probes.go) add checks of the bundle's own choosing
+// for the objects they select, e.g. a custom resource's .status.phase.
 package health
 
 import (
@@ -35,6 +36,14 @@ func Check(ctx context.Context, reader, endpoints client.Reader, objs []*unstruc
 type Plan struct {
 	Objects  []ObjectRef
 	Services []ServiceRef
+	// Probed are the objects that progression probes select, in apply order, each with those probes.
+	Probed []ProbedObject
+}
+
+// ProbedObject is an applied object and the progression probes that select it.
+type ProbedObject struct {
+	ObjectRef
+	Probes []*Probe
 }
 
 // ObjectRef names one applied object whose status decides health.
@@ -45,19 +54,52 @@ type ObjectRef struct {
 
 // NewPlan extracts the Plan of objs.
 func NewPlan(objs []*unstructured.Unstructured) Plan {
+	return NewProbedPlan(objs, nil)
+}
+
+// NewProbedPlan extracts the Plan of objs where, besides the built-in rules, every object that one
+// of probes selects must pass it.
+func NewProbedPlan(objs []*unstructured.Unstructured, probes []*Probe) Plan {
 	var p Plan
 	for _, u := range objs {
+		ref := ObjectRef{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 		if watched(u) {
-			p.Objects = append(p.Objects, ObjectRef{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+			p.Objects = append(p.Objects, ref)
+		}
+		var matched []*Probe
+		for _, pr := range probes {
+			if pr.Matches(u) {
+				matched = append(matched, pr)
+			}
+		}
+		if len(matched) > 0 {
+			p.Probed = append(p.Probed, ProbedObject{ObjectRef: ref, Probes: matched})
 		}
 	}
 	p.Services = WebhookServices(objs)
 	return p
 }
 
+// ProbedKinds are the kinds of the objects that probes select: a change of their status can change
+// Healthy, like that of StatusKinds.
+func (p Plan) ProbedKinds() []schema.GroupKind {
+	var out []schema.GroupKind
+	seen := map[schema.GroupKind]bool{}
+	for _, o := range p.Probed {
+		if gk := o.GVK.GroupKind(); !seen[gk] {
+			seen[gk] = true
+			out = append(out, gk)
+		}
+	}
+	return out
+}
+
 // Check is Check for the objects the plan was made of.
 func (p Plan) Check(ctx context.Context, reader, endpoints client.Reader) error {
 	if err := checkObjects(ctx, reader, endpoints, p.Objects); err != nil {
+		return err
+	}
+	if err := checkProbed(ctx, reader, p.Probed); err != nil {
 		return err
 	}
 	if endpoints == nil {
@@ -89,6 +131,26 @@ func checkObjects(ctx context.Context, reader, pods client.Reader, refs []Object
 				why = withPodProblems(ctx, pods, live, why)
 			}
 			return fmt.Errorf("%s %s is not ready: %s", live.GetKind(), name(live), why)
+		}
+	}
+	return nil
+}
+
+// checkProbed reads each probed object and runs its probes; the first that fails is a *ProbeError.
+func checkProbed(ctx context.Context, reader client.Reader, probed []ProbedObject) error {
+	for _, o := range probed {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GVK)
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, live); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &ProbeError{Probe: o.Probes[0].Name, Object: o.GVK.Kind + " " + o.name(), Why: "not found"}
+			}
+			return fmt.Errorf("reading %s %s: %w", o.GVK.Kind, o.name(), err)
+		}
+		for _, pr := range o.Probes {
+			if ok, why := pr.Evaluate(live); !ok {
+				return &ProbeError{Probe: pr.Name, Object: o.GVK.Kind + " " + o.name(), Why: why}
+			}
 		}
 	}
 	return nil

@@ -35,6 +35,9 @@ type Options struct {
 	CRDWaitTimeout                            time.Duration
 	// PprofBindAddress serves net/http/pprof there ("0" or empty: not at all).
 	PprofBindAddress string
+	// TLS selects the TLS profile of the metrics endpoint and of the component's own TLS servers and
+	// clients (tlsprofile.go).
+	TLS TLSFlags
 }
 
 // BindFlags registers the common flags on fs with defaults for component.
@@ -57,6 +60,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, component string, defaultMetricsPo
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log verbosity: debug, info, error, or a number (higher is more verbose)")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "address of the net/http/pprof endpoints (e.g. 127.0.0.1:6060); 0 disables them")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", 2*time.Minute, "how long to wait at start-up for this component's CRDs to be Established")
+	o.TLS.Bind(fs)
 }
 
 // SetupLogging installs the structured (JSON) logger at the level selected by --log-level.

@@ -29,6 +29,9 @@ type Component struct {
 	ManagerOptions func(*ctrl.Options)
 	// Setup adds the component's reconcilers and runnables to the manager (optional).
 	Setup func(ctx context.Context, mgr ctrl.Manager) error
+	// TLSProfile, when set, receives the profile the --tls-* flags select before Setup runs: the
+	// component applies it to its own TLS servers and outgoing clients (optional).
+	TLSProfile *TLSProfile
 }
 
 // Main parses args, waits for the component's CRDs and runs its manager until SIGTERM or SIGINT. It
@@ -47,7 +50,16 @@ func Main(c Component, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	profile, err := o.TLS.TLSProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if c.TLSProfile != nil {
+		*c.TLSProfile = profile
+	}
 	log := ctrl.Log.WithName(c.Name)
+	log.Info("TLS profile of every server and outgoing client (the kube-apiserver client keeps client-go's)", "profile", profile.String())
 	if err := run(ctrl.SetupSignalHandler(), c, &o); err != nil {
 		log.Error(err, "exiting")
 		return 1

@@ -48,11 +48,15 @@ func CertReady(w *certwatcher.CertWatcher, what, dir string) healthz.Checker {
 	}
 }
 
-// metricsOptions are the metrics server options: HTTPS behind TokenReview/SubjectAccessReview, TLS 1.2
-// or later, HTTP/1.1 only (no HTTP/2 rapid-reset exposure). With --metrics-cert-dir the certificate is
-// watched and reloaded (the returned watcher must be added to the manager); without it, a self-signed
-// certificate is generated at start-up.
+// metricsOptions are the metrics server options: HTTPS behind TokenReview/SubjectAccessReview, the
+// --tls-profile's versions, suites and curves, HTTP/1.1 only (no HTTP/2 rapid-reset exposure). With
+// --metrics-cert-dir the certificate is watched and reloaded (the returned watcher must be added to
+// the manager); without it, a self-signed certificate is generated at start-up.
 func (o *Options) metricsOptions() (metricsserver.Options, *certwatcher.CertWatcher, error) {
+	profile, err := o.TLS.TLSProfile()
+	if err != nil {
+		return metricsserver.Options{}, nil, err
+	}
 	opts := metricsserver.Options{
 		BindAddress:    o.MetricsBindAddress,
 		SecureServing:  true,
@@ -60,13 +64,12 @@ func (o *Options) metricsOptions() (metricsserver.Options, *certwatcher.CertWatc
 	}
 	var w *certwatcher.CertWatcher
 	if o.MetricsCertDir != "" && o.MetricsBindAddress != "0" {
-		var err error
 		if w, err = WatchServingCert(o.MetricsCertDir); err != nil {
 			return opts, nil, fmt.Errorf("--metrics-cert-dir: %w", err)
 		}
 	}
 	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
-		c.MinVersion = tls.VersionTLS12
+		profile.Apply(c)
 		c.NextProtos = []string{"http/1.1"}
 		if w != nil {
 			c.GetCertificate = w.GetCertificate

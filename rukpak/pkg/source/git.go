@@ -76,7 +76,7 @@ type gitSource struct {
 // allows) into a throw-away bare repository and writes the directory's files from the commit's tree.
 func (u *DiskUnpacker) unpackGit(ctx context.Context, key string, spec rukpakv1alpha1.GitSource, opts Options) (*Result, error) {
 	g := &gitSource{spec: spec, what: fmt.Sprintf("repository %q", spec.Repository), maxPack: u.cfg.Limits.MaxBytes, maxRefs: u.cfg.Limits.MaxAdvertisedRefs}
-	ctx = withRefsBudget(ctx, g.maxRefs)
+	ctx = withRefsBudget(ctx, g.maxRefs, u.cfg.Transport)
 	var err error
 	if g.ep, err = transport.NewEndpoint(spec.Repository); err != nil {
 		return nil, newError(KindInvalidSource, err, "%s is not a valid git URL: %v (check %s)", g.what, err, gitRepoField)

@@ -21,15 +21,18 @@ var errRefsTooLarge = errors.New("the reference advertisement exceeds its limit"
 
 // refsBudget is the limit of the advertisements read for one unpack, and whether one exceeded it.
 // It travels in the context of go-git's requests: the transport is installed once for the process.
+// It also carries the unpacker's transport (Config.Transport, with its TLS profile), which go-git's
+// requests for that unpack use instead of http.DefaultTransport.
 type refsBudget struct {
 	max      int64
 	exceeded atomic.Bool
+	base     http.RoundTripper
 }
 
 type refsBudgetKey struct{}
 
-func withRefsBudget(ctx context.Context, max int64) context.Context {
-	return context.WithValue(ctx, refsBudgetKey{}, &refsBudget{max: max})
+func withRefsBudget(ctx context.Context, max int64, base http.RoundTripper) context.Context {
+	return context.WithValue(ctx, refsBudgetKey{}, &refsBudget{max: max, base: base})
 }
 
 // refsExceeded says whether an advertisement read with ctx was stopped at its limit.
@@ -47,11 +50,15 @@ func refsExceeded(ctx context.Context) bool {
 type refsLimitTransport struct{ base http.RoundTripper }
 
 func (t refsLimitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
+	b, _ := req.Context().Value(refsBudgetKey{}).(*refsBudget)
+	base := t.base
+	if b != nil && b.base != nil {
+		base = b.base
+	}
+	resp, err := base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/info/refs") {
 		return resp, err
 	}
-	b, _ := req.Context().Value(refsBudgetKey{}).(*refsBudget)
 	if b == nil {
 		b = &refsBudget{max: DefaultMaxAdvertisedRefs}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
 // Media types of Helm charts stored as OCI artifacts (`helm push`).
@@ -34,15 +35,18 @@ const (
 
 const imageRefField = "spec.source.image.ref"
 
-// imageSource is one Image source being unpacked.
+// imageSource is one Image source being unpacked from one endpoint: the registry its reference
+// names, or a mirror of it.
 type imageSource struct {
 	spec rukpakv1alpha1.ImageSource
-	what string // `image "quay.io/x:1"`
+	what string // `image "quay.io/x:1"`, or `image "quay.io/x:1" (from mirror m.example.com/x:1)`
 	ref  name.Reference
 	opts []remote.Option
 	tmp  string // directory for downloaded layers
 	// retryAfter sees the registry's answers, for the Retry-After of a 429 or 503.
 	retryAfter *retryAfterTransport
+	// mirror names the configuration of a mirror endpoint (empty for the source), for hints.
+	mirror string
 
 	platform v1.Platform
 }
@@ -56,7 +60,7 @@ func platformString(p v1.Platform) string {
 }
 
 func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, opts Options) (*Result, error) {
-	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform}
+	what := fmt.Sprintf("image %q", spec.Ref)
 	imageDir, err := cleanEntryName(strings.TrimPrefix(opts.ImageDir, "/"))
 	if err != nil {
 		return nil, newError(KindInternal, err, "source: Options.ImageDir %q: %v", opts.ImageDir, err)
@@ -65,23 +69,84 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	if spec.InsecureSkipTLSVerify {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
-	if s.ref, err = name.ParseReference(spec.Ref, nameOpts...); err != nil {
-		return nil, newError(KindInvalidSource, err, "%s is not a valid image reference: %v (check %s; expected e.g. quay.io/org/catalog:v1 or quay.io/org/catalog@sha256:<digest>)", s.what, err, imageRefField)
+	ref, err := name.ParseReference(spec.Ref, nameOpts...)
+	if err != nil {
+		return nil, newError(KindInvalidSource, err, "%s is not a valid image reference: %v (check %s; expected e.g. quay.io/org/catalog:v1 or quay.io/org/catalog@sha256:<digest>)", what, err, imageRefField)
 	}
-	var tr *http.Transport
-	s.retryAfter = &retryAfterTransport{}
-	if s.opts, tr, err = u.remoteOptions(ctx, spec, opts, s.retryAfter); err != nil {
+	// A digest reference needs no network when its content is cached, wherever it came from.
+	if d, ok := ref.(name.Digest); ok {
+		if res, err := u.cachedImage(ctx, key, spec, d, imageDir, opts); res != nil || err != nil {
+			return res, err
+		}
+	}
+	plan, err := u.planImage(ctx, ref, what)
+	if err != nil {
 		return nil, err
 	}
+	keychain, err := u.imageKeychain(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	var failures []endpointFailure
+	for i, ep := range plan.Endpoints {
+		res, err := u.unpackImageFrom(ctx, key, spec, ref, ep, keychain, imageDir, opts)
+		if err == nil {
+			return res, nil
+		}
+		if !plan.Mirrored() || !tryNextEndpoint(ctx, err) {
+			return nil, err
+		}
+		failures = append(failures, endpointFailure{ep: ep, err: asError(err, KindUnreachable, "%s", what)})
+		if ctx.Err() != nil {
+			return nil, endpointsError(what, plan, failures, plan.Endpoints[i+1:])
+		}
+	}
+	return nil, endpointsError(what, plan, failures, nil)
+}
+
+// unpackImageFrom resolves and pulls the image at one endpoint. The resolved reference is the
+// original repository at the digest found (so that it names the image whatever mirror served it);
+// ResolvedImageSource.Mirror names the endpoint when it is not that repository.
+func (u *DiskUnpacker) unpackImageFrom(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, orig name.Reference, ep mirrors.Endpoint,
+	keychain authn.Keychain, imageDir string, opts Options) (*Result, error) {
+	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform}
+	insecure := ep.Insecure || (!ep.Mirror && spec.InsecureSkipTLSVerify)
+	if ep.Mirror {
+		s.what = fmt.Sprintf("image %q (from mirror %s)", spec.Ref, ep.Ref)
+		s.mirror = ep.Origin
+	}
+	ref := orig
+	if ep.Ref != orig.String() || insecure != spec.InsecureSkipTLSVerify {
+		var nameOpts []name.Option
+		if insecure {
+			nameOpts = append(nameOpts, name.Insecure)
+		}
+		var err error
+		if ref, err = name.ParseReference(ep.Ref, nameOpts...); err != nil {
+			return nil, newError(KindInvalidSource, err, "%s: the endpoint %s that the registry mirror configuration (%s) makes of it is not a valid image reference: %v (check that configuration)", s.what, ep.Ref, ep.Origin, err)
+		}
+	}
+	s.ref = ref
+	s.retryAfter = &retryAfterTransport{}
+	var tr *http.Transport
+	s.opts, tr = u.remoteOptions(ctx, keychain, insecure, s.retryAfter)
 	defer tr.CloseIdleConnections()
 
 	digest, err := s.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
+	// A digest reference names itself as the spec wrote it (as cachedImage does).
+	resolvedRef := orig.Context().Digest(digest.DigestStr()).String()
+	if d, ok := orig.(name.Digest); ok {
+		resolvedRef = d.String()
+	}
 	resolved := rukpakv1alpha1.ResolvedSource{
 		Type:  rukpakv1alpha1.SourceTypeImage,
-		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: digest.String(), Requested: spec.Ref},
+		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: resolvedRef, Requested: spec.Ref},
+	}
+	if ref.Context().Name() != orig.Context().Name() {
+		resolved.Image.Mirror = digest.String()
 	}
 	fingerprint := "image\x00" + imageDir
 	entry := imageEntry(digest.DigestStr(), imageDir)
@@ -89,6 +154,9 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	defer unlock()
 
 	log := logr.FromContextOrDiscard(ctx).WithValues("image", spec.Ref, "digest", digest.DigestStr())
+	if resolved.Image.Mirror != "" {
+		log = log.WithValues("mirror", resolved.Image.Mirror)
+	}
 	if dir, ok, err := u.cache.useImage(key, entry, resolved, fingerprint); err != nil || ok {
 		if err != nil {
 			return nil, err
@@ -114,31 +182,34 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	return &Result{Dir: dir, ResolvedSource: resolved}, nil
 }
 
-// remoteOptions builds the registry options: transport with the source's TLS settings (seen
-// through ra), pull secret, platform and a short retry policy: the controller retries too, with
+// imageKeychain reads the pull secret, if any. Its credentials are looked up by registry host, so
+// a mirror gets credentials only when the Secret has an entry for the mirror's host.
+func (u *DiskUnpacker) imageKeychain(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) (authn.Keychain, error) {
+	if spec.PullSecret == "" {
+		return anonymousKeychain{}, nil
+	}
+	secret, err := u.getSecret(ctx, opts.Namespace, spec.PullSecret, "spec.source.image.pullSecret")
+	if err != nil {
+		return nil, err
+	}
+	return pullSecretKeychain(secret)
+}
+
+// remoteOptions builds the registry options: transport (seen through ra; insecure skips TLS
+// verification), credentials, platform and a short retry policy: the controller retries too, with
 // backoff.
 //
 // go-containerregistry retries a request once, after about 200 ms, when the registry answers 408,
 // 500, 502, 503 or 504 or the connection breaks; so one registry call of one Unpack is at most two
 // requests. A 429 is not retried here: the registry asked to slow down, and the controller waits
 // (for its Retry-After, or with backoff). A connection that is refused is not retried here either.
-func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options, ra *retryAfterTransport) ([]remote.Option, *http.Transport, error) {
+func (u *DiskUnpacker) remoteOptions(ctx context.Context, keychain authn.Keychain, insecure bool, ra *retryAfterTransport) ([]remote.Option, *http.Transport) {
 	tr := u.cfg.Transport.Clone()
-	if spec.InsecureSkipTLSVerify {
+	if insecure {
 		if tr.TLSClientConfig == nil {
 			tr.TLSClientConfig = &tls.Config{}
 		}
-		tr.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // asked for by spec.source.image.insecureSkipTLSVerify
-	}
-	var keychain authn.Keychain = anonymousKeychain{}
-	if spec.PullSecret != "" {
-		secret, err := u.getSecret(ctx, opts.Namespace, spec.PullSecret, "spec.source.image.pullSecret")
-		if err != nil {
-			return nil, tr, err
-		}
-		if keychain, err = pullSecretKeychain(secret); err != nil {
-			return nil, tr, err
-		}
+		tr.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // asked for by spec.source.image.insecureSkipTLSVerify or a mirror's insecure = true
 	}
 	ra.RoundTripper = tr
 	return []remote.Option{
@@ -150,7 +221,7 @@ func (u *DiskUnpacker) remoteOptions(ctx context.Context, spec rukpakv1alpha1.Im
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}),
 		remote.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway,
 			http.StatusServiceUnavailable, http.StatusGatewayTimeout),
-	}, tr, nil
+	}, tr
 }
 
 // retryAfterTransport remembers the Retry-After header of the registry's last 429 or 503 answer,
@@ -367,11 +438,19 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 		switch {
 		case terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden || hasCode(terr, transport.UnauthorizedErrorCode, transport.DeniedErrorCode):
 			hint := "the registry requires credentials: set spec.source.image.pullSecret to a kubernetes.io/dockerconfigjson Secret"
-			if s.spec.PullSecret != "" {
+			switch {
+			case s.mirror != "" && s.spec.PullSecret != "":
+				hint = fmt.Sprintf("a pull secret applies to a mirror only through an entry for the mirror's host: check the credentials for %s in Secret %q, named by spec.source.image.pullSecret", registry, s.spec.PullSecret)
+			case s.mirror != "":
+				hint = fmt.Sprintf("the mirror requires credentials: set spec.source.image.pullSecret to a kubernetes.io/dockerconfigjson Secret with an entry for %s", registry)
+			case s.spec.PullSecret != "":
 				hint = fmt.Sprintf("check the credentials for %s in Secret %q, named by spec.source.image.pullSecret", registry, s.spec.PullSecret)
 			}
 			return newError(KindUnauthorized, err, "registry %s refused access to %s (%d %s): %s", registry, s.what, terr.StatusCode, http.StatusText(terr.StatusCode), hint)
 		case terr.StatusCode == http.StatusNotFound || hasCode(terr, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode):
+			if s.mirror != "" {
+				return newError(KindNotFound, err, "%s not found in registry %s (copy the image to the mirror, or check its location in %s)", s.what, registry, s.mirror)
+			}
 			return newError(KindNotFound, err, "%s not found in registry %s (check %s)", s.what, registry, imageRefField)
 		case terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode >= 500:
 			var ra time.Duration
@@ -389,6 +468,10 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 	case strings.Contains(msg, "does not match requested digest") || strings.Contains(msg, "error verifying sha256 checksum") ||
 		strings.Contains(msg, "error verifying size") || strings.Contains(msg, "does not match expected size"):
 		return newError(KindDigestMismatch, err, "%s: content from registry %s does not match its digest (corrupted in transit, or the registry serves different content than it claims): %v", s.what, registry, err)
+	case s.mirror != "" && isTLSError(err):
+		return newError(KindUnreachable, err, "%s: the TLS certificate of mirror %s is not trusted: %v (set insecure = true for this mirror in %s only for a mirror on a trusted network)", s.what, registry, err, s.mirror)
+	case s.mirror != "" && strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return newError(KindUnreachable, err, "%s: mirror %s speaks plain HTTP (set insecure = true for this mirror in %s to allow it)", s.what, registry, s.mirror)
 	case isTLSError(err):
 		return newError(KindUnreachable, err, "%s: the TLS certificate of registry %s is not trusted: %v (use spec.source.image.insecureSkipTLSVerify only for a registry on a trusted network)", s.what, registry, err)
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -34,15 +35,22 @@ type Config struct {
 	Limits Limits
 	// Timeout bounds one Unpack, network included (default DefaultTimeout).
 	Timeout time.Duration
-	// Transport is the base of every HTTP connection to registries and HTTP sources; each source's
-	// TLS settings are applied to a clone. Default: a clone of http.DefaultTransport. (Git over
-	// http(s) uses go-git's own client.)
+	// Transport is the base of every HTTP connection to registries, HTTP sources and git over
+	// http(s); each source's TLS settings are applied to a clone. Default: a clone of
+	// http.DefaultTransport.
 	Transport *http.Transport
+	// ClientTLS, when set, applies the TLS profile (minimum version, cipher suites, curves) to the
+	// TLS configuration of Transport, e.g. boot.TLSProfile.Apply.
+	ClientTLS func(*tls.Config)
 	// Platform picks the image of a multi-platform image index (default linux/<GOARCH of this
 	// process>; the content of catalog and bundle images is the same on every platform).
 	Platform *v1.Platform
 	// Log receives one line per fetch (V(1)) and per cache hit (V(2)).
 	Log logr.Logger
+	// Mirrors supplies the registry mirror configuration that every image pull follows (a
+	// *mirrors.Provider: registries.conf, ImageDigestMirrorSets, ImageTagMirrorSets). Nil pulls
+	// every image from the registry its reference names.
+	Mirrors MirrorConfig
 }
 
 // Limits bound one Unpack, so that a hostile or broken source cannot fill the disk: an archive
@@ -95,6 +103,13 @@ func New(cfg Config) (*DiskUnpacker, error) {
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if cfg.ClientTLS != nil {
+		cfg.Transport = cfg.Transport.Clone()
+		if cfg.Transport.TLSClientConfig == nil {
+			cfg.Transport.TLSClientConfig = &tls.Config{}
+		}
+		cfg.ClientTLS(cfg.Transport.TLSClientConfig)
 	}
 	if cfg.Platform == nil {
 		cfg.Platform = &v1.Platform{OS: "linux", Architecture: runtime.GOARCH}

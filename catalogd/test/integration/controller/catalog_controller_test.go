@@ -296,6 +296,50 @@ func TestPendingWhileUnpacking(t *testing.T) {
 	waitFor(t, name, servingOK(gen))
 }
 
+// TestCatalogGetsItsNameLabel: catalogd labels every Catalog with its own name
+// (olm.operatorframework.io/metadata.name), and puts the label back when a user changes or removes it.
+func TestCatalogGetsItsNameLabel(t *testing.T) {
+	const name = "name-label"
+	env.registry.push("reg.test/name-label:1", fooCatalog("1.0.0"))
+	newCatalog(t, name, "reg.test/name-label:1", nil)
+	waitLabel := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			cat := &catalogdv1alpha1.Catalog{}
+			if err := env.client.Get(t.Context(), client.ObjectKey{Name: name}, cat); err != nil {
+				t.Fatal(err)
+			}
+			if cat.Labels[catalogdv1alpha1.LabelMetadataName] == name {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: labels %v, want %s=%s", what, cat.Labels, catalogdv1alpha1.LabelMetadataName, name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitLabel("a new Catalog")
+	waitFor(t, name, servingOK(1))
+
+	for _, value := range []string{"someone-else", ""} {
+		cat := &catalogdv1alpha1.Catalog{}
+		if err := env.client.Get(t.Context(), client.ObjectKey{Name: name}, cat); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(cat.DeepCopy())
+		if value == "" {
+			delete(cat.Labels, catalogdv1alpha1.LabelMetadataName)
+		} else {
+			cat.Labels[catalogdv1alpha1.LabelMetadataName] = value
+		}
+		if err := env.client.Patch(t.Context(), cat, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitLabel(fmt.Sprintf("after the label was set to %q", value))
+	}
+}
+
 // TestInvalidFirstContentIsNotServed: a Catalog whose first content is invalid serves nothing.
 func TestInvalidFirstContentIsNotServed(t *testing.T) {
 	const name = "invalid-first"

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -109,6 +111,48 @@ func TestPoliciesReachTheBundleDeploymentWithoutResolution(t *testing.T) {
 	if owners, label := namespaceOwners(t, "mu"); len(owners) != 0 || label != "/" {
 		t.Errorf("namespace mu: owners %v, label %s; want none", owners, label)
 	}
+}
+
+// TestConfigReachesTheBundleDeploymentWithTheCatalogDeleted: with no catalog left, a change of
+// spec.config.deploymentConfig (and of spec.paused) still reaches the installed BundleDeployment,
+// which keeps its bundle, and Resolved says that resolution is unavailable and what was applied.
+func TestConfigReachesTheBundleDeploymentWithTheCatalogDeleted(t *testing.T) {
+	serveCatalog(t, "going-away", "h1", packageFBC("nu", bundleFBC{version: "1.0.0"}), nil)
+	createOperator(t, "nu-op", operatorsv1alpha1.OperatorSpec{PackageName: "nu"})
+	waitForBDImage(t, "nu-op", image("nu", "1.0.0"))
+	playRukpak(t, "nu-op", true, true)
+	waitForCondition(t, "nu-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
+
+	cat := &catalogdv1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "going-away"}}
+	if err := k8s.Delete(context.Background(), cat); err != nil {
+		t.Fatal(err)
+	}
+	waitForCondition(t, "nu-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed,
+		"stays installed", "resolution is unavailable")
+
+	env := corev1.EnvVar{Name: "LOG_LEVEL", Value: "debug"}
+	updateOperator(t, "nu-op", func(op *operatorsv1alpha1.Operator) {
+		op.Spec.Config = &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{Env: []corev1.EnvVar{env}}}
+		op.Spec.Paused = true
+	})
+	eventually(t, "the deploymentConfig env and the pause reach the BundleDeployment", func() error {
+		bd, err := getBD("nu-op")
+		if err != nil {
+			return err
+		}
+		if bd.Spec.Source.Image.Ref != image("nu", "1.0.0") {
+			return fmt.Errorf("the BundleDeployment moved to %s", bd.Spec.Source.Image.Ref)
+		}
+		if c := bd.Spec.Config; c == nil || c.DeploymentConfig == nil || len(c.DeploymentConfig.Env) != 1 || c.DeploymentConfig.Env[0] != env {
+			return fmt.Errorf("config %+v", bd.Spec.Config)
+		}
+		if !bd.Spec.Paused {
+			return fmt.Errorf("not paused")
+		}
+		return nil
+	})
+	waitForCondition(t, "nu-op", operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, operatorsv1alpha1.ReasonResolutionFailed,
+		"stays installed", "still apply to the installed bundle", "BundleDeployment nu-op has the current ones")
 }
 
 // TestInstalledCarriesTheBundleDeploymentsFailure: the Operator's Installed condition has the

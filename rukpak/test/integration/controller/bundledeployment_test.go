@@ -145,6 +145,46 @@ func TestInstallUpgradePrune(t *testing.T) {
 	}
 }
 
+// A new bundle version whose rendered objects are the same as the installed one's (here only a
+// comment differs, as a registry+v1 CSV version is not rendered into any object) is a revision of
+// its own: installedRevision, status.history and resolvedSource agree on the new version.
+func TestVersionChangeWithIdenticalObjectsIsARevision(t *testing.T) {
+	const name = "same-objects"
+	writeBundle(t, "example.com/same-objects:v1.0.0", map[string]string{"a.yaml": "# bundle version 1.0.0\n" + configMap("a", "1")})
+	newBD(t, name, "example.com/same-objects:v1.0.0")
+	bd := waitCondition(t, name, rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)
+	if bd.Status.InstalledRevision != 1 {
+		t.Fatalf("after install: revision %d", bd.Status.InstalledRevision)
+	}
+	firstHash := bd.Status.ContentHash
+
+	writeBundle(t, "example.com/same-objects:v1.0.4", map[string]string{"a.yaml": "# bundle version 1.0.4\n" + configMap("a", "1")})
+	setRef(t, name, "example.com/same-objects:v1.0.4")
+	waitFor(t, "revision 2", func(ctx context.Context) (bool, error) {
+		bd = waitCondition(t, name, rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)
+		return bd.Status.InstalledRevision == 2, nil
+	})
+	if bd.Status.ContentHash == firstHash {
+		t.Fatalf("contentHash did not change with the content: %s", firstHash)
+	}
+	if len(bd.Status.History) != 2 || bd.Status.History[0].Revision != 2 || bd.Status.History[1].Revision != 1 {
+		t.Fatalf("history: %+v; want revisions [2, 1]", bd.Status.History)
+	}
+	h := bd.Status.History[0]
+	if h.ContentHash != bd.Status.ContentHash || h.ResolvedSource == nil || bd.Status.ResolvedSource == nil ||
+		h.ResolvedSource.String() != bd.Status.ResolvedSource.String() {
+		t.Fatalf("history[0] (%s, %s) contradicts status (%s, %s)", h.ContentHash, h.ResolvedSource, bd.Status.ContentHash, bd.Status.ResolvedSource)
+	}
+	if bd.Status.History[1].ContentHash != firstHash {
+		t.Fatalf("history[1] has content %s, want the first version's %s", bd.Status.History[1].ContentHash, firstHash)
+	}
+	// Re-applying the same version again (a resync) makes no revision.
+	bd = waitCondition(t, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, rukpakv1alpha1.ReasonHealthy)
+	if bd.Status.InstalledRevision != 2 {
+		t.Fatalf("revision %d after a resync, want 2", bd.Status.InstalledRevision)
+	}
+}
+
 func TestFailedUpgradeRollsBack(t *testing.T) {
 	const name = "rollback"
 	writeBundle(t, "example.com/rollback:v1", map[string]string{"a.yaml": configMap("a", "1")})
