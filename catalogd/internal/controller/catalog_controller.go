@@ -67,7 +67,7 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&catalogdv1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, nameLabelLost(),
 			deletingPredicate()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentUnpacks, 1)}).
 		Named("catalog")
@@ -79,6 +79,15 @@ func (r *CatalogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(cms)
 	}
 	return b.Complete(r)
+}
+
+// nameLabelLost passes a Catalog whose name label (catalogdv1alpha1.LabelMetadataName) is missing or
+// wrong, so that ensureMetadata puts it back; catalogd's own label patch does not pass (it would
+// unpack the Catalog a second time).
+func nameLabelLost() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[catalogdv1alpha1.LabelMetadataName] != o.GetName()
+	})
 }
 
 func deletingPredicate() predicate.Predicate {
