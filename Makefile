@@ -47,6 +47,11 @@ $(BIN_DIR)/kubectl-olmv1:
 $(DEV):
 	$(GO_BUILD) -o $@ ./e2e/cmd/olmv1-dev
 
+# The same binaries by their relative names (`make bin/catalogd`, as the Tiltfile runs it).
+BIN_ALIASES  := $(addprefix bin/,$(CONTROLLERS) deppy kubectl-olmv1 olmv1-dev)
+.PHONY: $(BIN_ALIASES)
+$(BIN_ALIASES): bin/%: $(BIN_DIR)/%
+
 .PHONY: cluster-binaries
 cluster-binaries: $(DEV) ## Build (once, 15-25 min cold) and cache kube-apiserver, kcm, scheduler, kubectl, kubelet, kube-proxy, etcd, kwok.
 	$(DEV) build >/dev/null
