@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 # Every module of go.work, in dependency order.
-MODULES      := rukpak deppy catalogd operator-controller e2e
+MODULES      := platform rukpak deppy catalogd operator-controller e2e
 BIN_DIR      := $(CURDIR)/bin
 GO_BUILD     := CGO_ENABLED=0 go build -trimpath
 # Binaries and the module that builds each one.

@@ -3,6 +3,7 @@ module github.com/olmv1/olmv1/catalogd
 go 1.26.3
 
 require (
+	github.com/olmv1/olmv1/platform v0.0.0
 	github.com/go-logr/logr v1.4.3
 	github.com/joelanford/ignore v0.1.2
 	github.com/olmv1/olmv1/rukpak v0.0.0
@@ -126,4 +127,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/olmv1/olmv1/rukpak => ../rukpak
+replace (
+	github.com/olmv1/olmv1/platform => ../platform
+	github.com/olmv1/olmv1/rukpak => ../rukpak
+)

@@ -3,6 +3,7 @@ module github.com/olmv1/olmv1/e2e
 go 1.26.3
 
 require (
+	github.com/olmv1/olmv1/platform v0.0.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-containerregistry v0.22.1
 	github.com/olmv1/olmv1/rukpak v0.0.0
@@ -185,6 +186,7 @@ require (
 )
 
 replace (
+	github.com/olmv1/olmv1/platform => ../platform
 	github.com/olmv1/olmv1/catalogd => ../catalogd
 	github.com/olmv1/olmv1/deppy => ../deppy
 	github.com/olmv1/olmv1/operator-controller => ../operator-controller

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
 // tlsArgs are the TLS profile arguments (--tls-profile, --tls-min-version, --tls-cipher-suites,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	// The certificate code of OLM v1; named olmpki here because pki is the type below.
-	olmpki "github.com/olmv1/olmv1/rukpak/pkg/pki"
+	olmpki "github.com/olmv1/olmv1/platform/pki"
 )
 
 // pki is the set of credentials a control plane needs; every file lives in one directory.

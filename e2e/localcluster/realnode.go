@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	olmpki "github.com/olmv1/olmv1/rukpak/pkg/pki"
+	olmpki "github.com/olmv1/olmv1/platform/pki"
 )
 
 // Addresses of a real-node cluster. They exist only inside the cluster's own network namespace (see

@@ -24,8 +24,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
-	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/boot/boottest"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // The chart's pods never run on kwok fake nodes; the chart spec runs the binaries as local processes

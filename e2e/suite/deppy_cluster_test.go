@@ -174,7 +174,14 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 			g.Expect(resolved["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()), "Operator %s is reconciled", op.GetName())
 			message, _ := resolved["message"].(string)
 			if resolved["status"] == "True" {
-				rb, _, _ := unstructured.NestedStringMap(op.Object, "status", "resolvedBundle")
+				// The string fields of resolvedBundle (its properties are a list).
+				rbAll, _, _ := unstructured.NestedMap(op.Object, "status", "resolvedBundle")
+				rb := map[string]string{}
+				for k, v := range rbAll {
+					if s, ok := v.(string); ok {
+						rb[k] = s
+					}
+				}
 				g.Expect(d.Resolved).To(BeTrue(), "Operator %s: operator-controller resolved %v, deppy says %q", op.GetName(), rb, d.Message)
 				g.Expect(d.Bundle.Name).To(Equal(rb["name"]), op.GetName())
 				g.Expect(d.Bundle.Version).To(Equal(rb["version"]), op.GetName())

@@ -20,7 +20,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/platform/boot"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
-	"github.com/olmv1/olmv1/rukpak/pkg/boot/boottest"
+	"github.com/olmv1/olmv1/platform/boot/boottest"
 )
 
 // rotateSecretVolume writes a new key pair for cn the way kubelet updates the Secret volume the chart

@@ -23,7 +23,8 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
+	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/step"
 )
 
 // Finalizer removes a Catalog's stored and cached content before the Catalog goes away.
@@ -213,7 +214,7 @@ func (r *CatalogReconciler) finalize(ctx context.Context, cat *catalogdv1alpha1.
 
 // eventPolicy is catalogd's: Paused=False is no failure, a Pending Unpacked is progress, and
 // serving the previous content is a Warning although Serving is True.
-var eventPolicy = step.Policy{
+var eventPolicy = conditionevents.Policy{
 	NotFailures: []string{catalogdv1alpha1.TypePaused},
 	Progressing: []string{catalogdv1alpha1.ReasonPending},
 	Warnings:    []string{catalogdv1alpha1.ReasonServingPreviousContent},

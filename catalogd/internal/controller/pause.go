@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/paused"
+	"github.com/olmv1/olmv1/platform/paused"
 )
 
 // Pausing. While spec.paused is true a reconcile only reports the pause: spec.source is not

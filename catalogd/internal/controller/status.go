@@ -9,7 +9,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
+	"github.com/olmv1/olmv1/platform/step"
 )
 
 // unpackOutcome is what the unpack steps observed for the current generation.

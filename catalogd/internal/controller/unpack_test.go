@@ -17,9 +17,9 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // oneImage is a source.Unpacker whose every image is digest with files, or fails with err.

@@ -3,7 +3,7 @@ package fbc
 import (
 	"errors"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
+	"github.com/olmv1/olmv1/platform/yamlalias"
 )
 
 // YAML aliases ("*name") repeat the node that an anchor ("&name") marks, so a document of a few KiB

@@ -16,7 +16,7 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
 // The bounds of issue 18 for a catalog of nested YAML aliases (stated for `kubectl olmv1 catalog

@@ -17,7 +17,7 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
 // The fuzz targets of this package (hack/fuzz.sh runs them; plain `go test` runs their seeds):

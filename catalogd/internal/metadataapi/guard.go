@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/delegate"
+	"github.com/olmv1/olmv1/platform/delegatedauth"
 )
 
 // guard is the standard extension API server's delegated authentication and authorization:
@@ -24,20 +24,20 @@ import (
 // which RBAC normally denies; system:masters is always allowed (kube-apiserver's availability
 // checks of the APIService come as that group).
 type guard struct {
-	authn *delegate.Authenticator
-	authz *delegate.Authorizer
+	authn *delegatedauth.Authenticator
+	authz *delegatedauth.Authorizer
 }
 
 func newGuard(config *rest.Config) (*guard, error) {
-	clients, err := delegate.ClientsFor(config, nil)
+	clients, err := delegatedauth.ClientsFor(config, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &guard{
-		authn: delegate.NewAuthenticator(delegate.AuthenticatorOptions{
+		authn: delegatedauth.NewAuthenticator(delegatedauth.AuthenticatorOptions{
 			TokenReviews: clients.TokenReviews, ConfigMaps: clients.ConfigMaps, Anonymous: true, CacheTTL: 10 * time.Second,
 		}),
-		authz: delegate.NewAuthorizer(delegate.AuthorizerOptions{
+		authz: delegatedauth.NewAuthorizer(delegatedauth.AuthorizerOptions{
 			SubjectAccessReviews: clients.SubjectAccessReviews,
 			AllowTTL:             10 * time.Second, DenyTTL: 10 * time.Second,
 			AlwaysAllowGroups: []string{"system:masters"},
@@ -59,14 +59,14 @@ func (g *guard) start(ctx context.Context, log logr.Logger) error {
 func (g *guard) authorize(w http.ResponseWriter, r *http.Request, req request) bool {
 	user, err := g.authn.Authenticate(r)
 	if err != nil {
-		if errors.Is(err, delegate.ErrUnauthorized) {
+		if errors.Is(err, delegatedauth.ErrUnauthorized) {
 			writeError(w, r, apierrors.NewUnauthorized(err.Error()))
 		} else {
 			writeError(w, r, apierrors.NewServiceUnavailable("authentication could not be checked; try again: "+err.Error()))
 		}
 		return false
 	}
-	attrs := delegate.Attributes{User: user, Verb: req.Verb, Path: req.Path, ResourceRequest: req.Resource}
+	attrs := delegatedauth.Attributes{User: user, Verb: req.Verb, Path: req.Path, ResourceRequest: req.Resource}
 	if req.Resource {
 		attrs.Group, attrs.Version = metadatav1alpha1.GroupName, metadatav1alpha1.SchemeGroupVersion.Version
 		attrs.Resource, attrs.Name = resourceName, req.Name

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // send sends method path with the headers (name, value pairs) and returns the answer and its body.

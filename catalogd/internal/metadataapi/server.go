@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
 // ServerOptions configure the aggregated API server.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
 // The CatalogMetadata API server handshakes with the --tls-profile: under Modern a TLS 1.2 client

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // servingCertValidity is how long a generated serving certificate (and its CA) is valid. catalogd

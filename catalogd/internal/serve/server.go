@@ -15,8 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/boot"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // Server runs the content endpoint. It is a controller-runtime Runnable that runs on every replica

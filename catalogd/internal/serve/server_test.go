@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
 // startServer serves the content endpoint with the TLS profile p on a free loopback port.

@@ -12,11 +12,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
-var catalogKind = crdtest.Kind{
+var catalogKind = apiservertest.Kind{
 	Group: "catalogd.operatorframework.io", Version: "v1alpha1", Kind: "Catalog", Resource: "catalogs",
 }
 
@@ -69,26 +69,26 @@ func TestCatalogSeedExample(t *testing.T) {
 }
 
 func TestCatalogValidation(t *testing.T) {
-	suite.CheckCases(t, catalogKind, []crdtest.Case{
+	suite.CheckCases(t, catalogKind, []apiservertest.Case{
 		{Name: "image catalog", Spec: imageSpec},
-		{Name: "positive priority", Spec: crdtest.SpecWith(imageSpec, "priority", "100")},
-		{Name: "negative priority", Spec: crdtest.SpecWith(imageSpec, "priority", "-100")},
-		{Name: "the longest name", ObjectName: crdtest.LongName(63), Spec: imageSpec},
+		{Name: "positive priority", Spec: apiservertest.SpecWith(imageSpec, "priority", "100")},
+		{Name: "negative priority", Spec: apiservertest.SpecWith(imageSpec, "priority", "-100")},
+		{Name: "the longest name", ObjectName: apiservertest.LongName(63), Spec: imageSpec},
 
-		{Name: "name is at most 63 characters", ObjectName: crdtest.LongName(64), Spec: imageSpec,
+		{Name: "name is at most 63 characters", ObjectName: apiservertest.LongName(64), Spec: imageSpec,
 			WantErrs: []string{"metadata.name must be at most 63 characters"}},
 		{Name: "source is required", Spec: `{priority: 1}`,
 			WantErrs: []string{"spec.source: Required value"}},
-		{Name: "priority must be an integer", Spec: crdtest.SpecWith(imageSpec, "priority", `"high"`),
+		{Name: "priority must be an integer", Spec: apiservertest.SpecWith(imageSpec, "priority", `"high"`),
 			WantErrs: []string{"spec.priority: Invalid value", "must be of type integer"}},
-		{Name: "paused", Spec: crdtest.SpecWith(imageSpec, "paused", "true")},
-		{Name: "paused must be a boolean", Spec: crdtest.SpecWith(imageSpec, "paused", `"yes"`),
+		{Name: "paused", Spec: apiservertest.SpecWith(imageSpec, "paused", "true")},
+		{Name: "paused must be a boolean", Spec: apiservertest.SpecWith(imageSpec, "paused", `"yes"`),
 			WantErrs: []string{"spec.paused: Invalid value", "must be of type boolean"}},
 	})
 }
 
 func TestCatalogSourceValidation(t *testing.T) {
-	suite.CheckCases(t, catalogKind, crdtest.InSpec(imageSpec, crdtest.SourceCases()))
+	suite.CheckCases(t, catalogKind, apiservertest.InSpec(imageSpec, apiservertest.SourceCases()))
 }
 
 // TestCatalogGoTypesRoundTrip writes a Catalog with every spec field set through the Go types and
@@ -123,7 +123,7 @@ func TestCatalogGoTypesRoundTrip(t *testing.T) {
 }
 
 func TestCatalogStatusSubresourceAndPrinterColumns(t *testing.T) {
-	obj, err := catalogKind.Object("printed", crdtest.SpecWith(imageSpec, "priority", "7"))
+	obj, err := catalogKind.Object("printed", apiservertest.SpecWith(imageSpec, "priority", "7"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ contentURL: "https://catalogd.olmv1-system.svc/catalogs/printed/all.json"
 servedGeneration: 1
 counts: {packages: 1, channels: 2, bundles: 5}
 `)
-	suite.AssertPrinterColumns(t, catalogKind, "printed", []crdtest.Column{
+	suite.AssertPrinterColumns(t, catalogKind, "printed", []apiservertest.Column{
 		{Name: "Name", Cell: "printed"},
 		{Name: "Source", Cell: "Image"},
 		{Name: "Serving", Cell: "True"},

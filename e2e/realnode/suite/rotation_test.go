@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
-	olmpki "github.com/olmv1/olmv1/rukpak/pkg/pki"
+	olmpki "github.com/olmv1/olmv1/platform/pki"
 )
 
 // webhookCASecret is where rukpak keeps the CA of the self-signed certificate provider.

@@ -17,8 +17,8 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
+	"github.com/olmv1/olmv1/platform/boot"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
 )
 
 func main() {

@@ -12,9 +12,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/olmv1/olmv1/platform/yamlalias"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlerender"
-	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
 )
 
 // newBundleRenderCommand is `bundle render`: the objects rukpak would apply for a bundle.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/fbcedit"
+	"github.com/olmv1/olmv1/platform/yamlalias"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
-	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
 )
 
 func newCatalogInitCommand(o *options) *cobra.Command {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/olmv1/olmv1/catalogd/pkg/scaletestdata"
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
 // BenchmarkCatalogValidateLarge (`make bench BENCH=CatalogValidateLarge`) runs the built

@@ -11,9 +11,10 @@ import (
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/paused"
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/paused"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // observations is what one reconcile learned; setStatus turns it into the Operator's status. The
@@ -62,7 +63,7 @@ func (obs observations) err() error {
 // conditionEvents says which condition transitions are Warnings: a False Paused, Deprecated or
 // UpgradeAvailable is the normal state, and a pending resolution or installation is progress, not a
 // failure; a deprecation is a Warning although it is Deprecated=True.
-var conditionEvents = step.Policy{
+var conditionEvents = conditionevents.Policy{
 	NotFailures: []string{operatorsv1alpha1.TypePaused, operatorsv1alpha1.TypeDeprecated, operatorsv1alpha1.TypeUpgradeAvailable},
 	Progressing: []string{operatorsv1alpha1.ReasonResolutionPending, operatorsv1alpha1.ReasonInstallationPending},
 	Warnings:    []string{operatorsv1alpha1.ReasonPackageDeprecated, operatorsv1alpha1.ReasonChannelDeprecated, operatorsv1alpha1.ReasonBundleDeprecated},

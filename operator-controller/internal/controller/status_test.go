@@ -12,8 +12,8 @@ import (
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 func TestProvisionerFor(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 )
 
 // Strings with characters that do not show, or that only look like others, in every string field
@@ -42,7 +42,7 @@ func TestOperatorAPIRejectsHostileStrings(t *testing.T) {
 	labels := func(k, v string) string { return selector(map[string]any{"matchLabels": map[string]any{k: v}}) }
 	expr := func(e map[string]any) string { return selector(map[string]any{"matchExpressions": []any{e}}) }
 
-	suite.CheckCases(t, operatorKind, []crdtest.Case{
+	suite.CheckCases(t, operatorKind, []apiservertest.Case{
 		// Accepted: what the rules allow, including what only the Resolved condition can judge.
 		{Name: "a prefixed label key", Spec: labels("example.com/tier", "prod")},
 		{Name: "Exists without values", Spec: expr(map[string]any{"key": "tier", "operator": "Exists"})},

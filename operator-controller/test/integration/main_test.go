@@ -11,18 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 )
 
-var suite *crdtest.Suite
+var suite *apiservertest.Suite
 
 func TestMain(m *testing.M) {
-	os.Exit(crdtest.Main(m, "operator-controller integration tests", crdtest.Options{
+	os.Exit(apiservertest.Main(m, "operator-controller integration tests", apiservertest.Options{
 		CRDDirs:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		AddToScheme: []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme},
 		// The validation tables send hundreds of requests at once.
 		QPS: 500, Burst: 1000,
-	}, func(s *crdtest.Suite) error {
+	}, func(s *apiservertest.Suite) error {
 		suite = s
 		return nil
 	}))

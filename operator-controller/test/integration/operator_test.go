@@ -11,21 +11,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
-var operatorKind = crdtest.Kind{
+var operatorKind = apiservertest.Kind{
 	Group: "operators.operatorframework.io", Version: "v1alpha1", Kind: "Operator", Resource: "operators",
 }
 
 // minimalSpec is a minimal valid spec; cases change one thing in it.
 const minimalSpec = `packageName: argocd-operator`
 
-func with(field, value string) string { return crdtest.SpecWith(minimalSpec, field, value) }
+func with(field, value string) string { return apiservertest.SpecWith(minimalSpec, field, value) }
 
 func TestOperatorValidation(t *testing.T) {
-	suite.CheckCases(t, operatorKind, []crdtest.Case{
+	suite.CheckCases(t, operatorKind, []apiservertest.Case{
 		{Name: "package only", Spec: minimalSpec},
 		{Name: "every field", Spec: `
 packageName: argocd-operator
@@ -43,13 +43,13 @@ deletionPolicy: Orphan
 dependencyPolicy: Install
 `},
 		{Name: "several channels", Spec: with("channels", `[stable, fast]`)},
-		{Name: "channel and channels together", Spec: crdtest.SpecWith(with("channel", "stable"), "channels", `[fast]`),
+		{Name: "channel and channels together", Spec: apiservertest.SpecWith(with("channel", "stable"), "channels", `[fast]`),
 			WantErrs: []string{"set channel or channels, not both"}},
 		{Name: "channels entries are channel names", Spec: with("channels", `["st able"]`),
 			WantErrs: []string{"channels must be letters, digits"}},
 		{Name: "channels at most 16", Spec: with("channels", `[a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4, b5, b6, b7, b8]`),
 			WantErrs: []string{"spec.channels: Too many"}},
-		{Name: "paused with a progress deadline and Rollback", Spec: crdtest.SpecWith(crdtest.SpecWith(with("paused", "true"), "progressDeadline", "10m"), "upgradeFailurePolicy", "Rollback")},
+		{Name: "paused with a progress deadline and Rollback", Spec: apiservertest.SpecWith(apiservertest.SpecWith(with("paused", "true"), "progressDeadline", "10m"), "upgradeFailurePolicy", "Rollback")},
 		{Name: "Rollback needs progressDeadline", Spec: with("upgradeFailurePolicy", "Rollback"),
 			WantErrs: []string{"upgradeFailurePolicy Rollback needs spec.progressDeadline"}},
 		{Name: "progressDeadline at least 1s", Spec: with("progressDeadline", "500ms"),
@@ -68,9 +68,9 @@ dependencyPolicy: Install
 		{Name: "version hyphen range", Spec: with("version", `1.2 - 1.4.5`)},
 		{Name: "version empty", Spec: with("version", `""`)},
 		{Name: "watchNamespaces in config only", Spec: with("config", `{watchNamespaces: [a]}`)},
-		{Name: "the longest name", ObjectName: crdtest.LongName(63), Spec: minimalSpec},
+		{Name: "the longest name", ObjectName: apiservertest.LongName(63), Spec: minimalSpec},
 
-		{Name: "name is at most 63 characters", ObjectName: crdtest.LongName(64), Spec: minimalSpec,
+		{Name: "name is at most 63 characters", ObjectName: apiservertest.LongName(64), Spec: minimalSpec,
 			WantErrs: []string{"metadata.name must be at most 63 characters"}},
 		{Name: "packageName is required", Spec: `{channel: stable}`,
 			WantErrs: []string{"spec.packageName: Required value"}},
@@ -78,7 +78,7 @@ dependencyPolicy: Install
 			WantErrs: []string{"spec.packageName", "at least 1 chars long", "packageName must be lowercase letters"}},
 		{Name: "packageName must be DNS-like", Spec: `{packageName: Argo_CD}`,
 			WantErrs: []string{"packageName must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"}},
-		{Name: "packageName has a maximum length", Spec: `{packageName: ` + crdtest.LongName(254) + `}`,
+		{Name: "packageName has a maximum length", Spec: `{packageName: ` + apiservertest.LongName(254) + `}`,
 			WantErrs: []string{"spec.packageName: Too long"}},
 		{Name: "version must be a range, not a word", Spec: with("version", `latest`),
 			WantErrs: []string{"version must be a semver version or range"}},
@@ -86,7 +86,7 @@ dependencyPolicy: Install
 			WantErrs: []string{"version must be a semver version or range"}},
 		{Name: "version must not end with an operator", Spec: with("version", `"1.2.3 ||"`),
 			WantErrs: []string{"version must be a semver version or range"}},
-		{Name: "version has a maximum length", Spec: with("version", `"`+crdtest.LongName(65)+`"`),
+		{Name: "version has a maximum length", Spec: with("version", `"`+apiservertest.LongName(65)+`"`),
 			WantErrs: []string{"spec.version: Too long"}},
 		{Name: "channel must be a channel name", Spec: with("channel", `-stable`),
 			WantErrs: []string{"channel must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"}},
@@ -100,7 +100,7 @@ dependencyPolicy: Install
 			WantErrs: []string{`spec.deletionPolicy: Unsupported value: "Keep"`}},
 		{Name: "approvedVersion needs upgradePolicy Manual", Spec: with("approvedVersion", `1.2.3`),
 			WantErrs: []string{"approvedVersion can only be set when upgradePolicy is Manual"}},
-		{Name: "approvedVersion must be an exact version", Spec: crdtest.SpecWith(with("upgradePolicy", "Manual"), "approvedVersion", `">=1.2.3"`),
+		{Name: "approvedVersion must be an exact version", Spec: apiservertest.SpecWith(with("upgradePolicy", "Manual"), "approvedVersion", `">=1.2.3"`),
 			WantErrs: []string{"approvedVersion must be an exact semver version such as 1.2.3"}},
 		{Name: "installNamespace must be a namespace name", Spec: with("installNamespace", `Argo.CD`),
 			WantErrs: []string{"spec.installNamespace", "should match"}},
@@ -108,7 +108,7 @@ dependencyPolicy: Install
 			WantErrs: []string{"spec.watchNamespaces[1]", "should match"}},
 		{Name: "watchNamespaces items are unique", Spec: with("watchNamespaces", `[a, a]`),
 			WantErrs: []string{"spec.watchNamespaces[1]: Duplicate value"}},
-		{Name: "watchNamespaces set in one place only", Spec: crdtest.SpecWith(with("watchNamespaces", `[a]`), "config", `{watchNamespaces: [b]}`),
+		{Name: "watchNamespaces set in one place only", Spec: apiservertest.SpecWith(with("watchNamespaces", `[a]`), "config", `{watchNamespaces: [b]}`),
 			WantErrs: []string{"set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"}},
 		{Name: "catalogSelector expressions need an operator", Spec: with("catalogSelector", `{matchExpressions: [{key: team}]}`),
 			WantErrs: []string{"spec.catalogSelector.matchExpressions[0].operator: Required value"}},
@@ -157,7 +157,7 @@ func TestOperatorInstallNamespaceIsImmutable(t *testing.T) {
 	if err := unstructured.SetNestedField(obj.Object, "elsewhere", "spec", "installNamespace"); err != nil {
 		t.Fatal(err)
 	}
-	crdtest.CheckVerdict(t, suite.Client.Update(t.Context(), obj),
+	apiservertest.CheckVerdict(t, suite.Client.Update(t.Context(), obj),
 		[]string{"installNamespace is immutable; delete and recreate the Operator to move it"})
 }
 
@@ -207,7 +207,7 @@ func TestOperatorGoTypesRoundTrip(t *testing.T) {
 }
 
 func TestOperatorStatusSubresourceAndPrinterColumns(t *testing.T) {
-	obj, err := operatorKind.Object("printed", crdtest.SpecWith(with("channel", "stable"), "upgradePolicy", "Manual"))
+	obj, err := operatorKind.Object("printed", apiservertest.SpecWith(with("channel", "stable"), "upgradePolicy", "Manual"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ resolvedBundle: {name: argocd-operator.v0.7.0, version: 0.7.0, catalog: operator
 installedBundle: {name: argocd-operator.v0.6.0, version: 0.6.0, catalog: operatorhub, source: "quay.io/org/argocd-bundle:v0.6.0"}
 installNamespace: argocd-operator
 `)
-	suite.AssertPrinterColumns(t, operatorKind, "printed", []crdtest.Column{
+	suite.AssertPrinterColumns(t, operatorKind, "printed", []apiservertest.Column{
 		{Name: "Name", Cell: "printed"},
 		{Name: "Package", Cell: "argocd-operator"},
 		{Name: "Installed", Cell: "0.6.0"},

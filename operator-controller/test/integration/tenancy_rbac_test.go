@@ -35,16 +35,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 )
 
 var (
 	tenancyDoc = filepath.Join("..", "..", "..", "docs", "tenancy.md")
 
-	tenancyOperatorKind = crdtest.Kind{Group: "operators.operatorframework.io", Version: "v1alpha1", Kind: "Operator", Resource: "operators"}
-	tenancyBDKind       = crdtest.Kind{Group: "core.rukpak.io", Version: "v1alpha1", Kind: "BundleDeployment", Resource: "bundledeployments"}
-	tenancyCatalogKind  = crdtest.Kind{Group: "catalogd.operatorframework.io", Version: "v1alpha1", Kind: "Catalog", Resource: "catalogs"}
-	tenancyWidgetKind   = crdtest.Kind{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets"}
+	tenancyOperatorKind = apiservertest.Kind{Group: "operators.operatorframework.io", Version: "v1alpha1", Kind: "Operator", Resource: "operators"}
+	tenancyBDKind       = apiservertest.Kind{Group: "core.rukpak.io", Version: "v1alpha1", Kind: "BundleDeployment", Resource: "bundledeployments"}
+	tenancyCatalogKind  = apiservertest.Kind{Group: "catalogd.operatorframework.io", Version: "v1alpha1", Kind: "Catalog", Resource: "catalogs"}
+	tenancyWidgetKind   = apiservertest.Kind{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets"}
 
 	// tenancyRecipes are the recipes the document must keep: dropping one fails the tests instead of
 	// silently testing less.
@@ -531,14 +531,14 @@ func (u tenancyUser) create(t *testing.T, obj client.Object) error {
 	return err
 }
 
-func (u tenancyUser) patch(t *testing.T, k crdtest.Kind, name, mergePatch string) error {
+func (u tenancyUser) patch(t *testing.T, k apiservertest.Kind, name, mergePatch string) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(k.GroupVersionKind())
 	obj.SetName(name)
 	return u.client.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(mergePatch)))
 }
 
-func (u tenancyUser) delete(t *testing.T, k crdtest.Kind, name string) error {
+func (u tenancyUser) delete(t *testing.T, k apiservertest.Kind, name string) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(k.GroupVersionKind())
 	obj.SetName(name)
@@ -580,7 +580,7 @@ func expectPolicy(t *testing.T, err error, want string) {
 	}
 }
 
-func tenancyObject(t *testing.T, k crdtest.Kind, name, spec string, annotations map[string]string) *unstructured.Unstructured {
+func tenancyObject(t *testing.T, k apiservertest.Kind, name, spec string, annotations map[string]string) *unstructured.Unstructured {
 	t.Helper()
 	obj, err := k.Object(name, spec)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // applyRequest is what every apply of bd has in common: names, policies and the preflight.

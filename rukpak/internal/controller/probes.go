@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/health"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // compileProbes compiles bd's progression probes into st.probes. A probe that cannot be used is a

@@ -12,9 +12,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // revisionDescriber is a Renderer that tells what its last render of a BundleDeployment used, to be

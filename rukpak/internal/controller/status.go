@@ -10,9 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/health"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // setStatus is the one place conditions are decided.
@@ -136,7 +137,7 @@ func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeploym
 
 // events is the policy of the Events of condition changes: one per transition, a Warning while a
 // condition fails. Paused=False is no failure, and the pending reasons mean "not there yet".
-var events = step.Policy{
+var events = conditionevents.Policy{
 	NotFailures: []string{rukpakv1alpha1.TypePaused},
 	Progressing: []string{rukpakv1alpha1.ReasonUnpackPending, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonHealthUnknown,
 		rukpakv1alpha1.ReasonProgressionProbeWaiting},

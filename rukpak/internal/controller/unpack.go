@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
-	"github.com/olmv1/olmv1/rukpak/pkg/step"
 )
 
 // unpackKey names a BundleDeployment's unpacked content in the Unpacker's cache.

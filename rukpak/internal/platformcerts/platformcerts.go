@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 const (

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/olmv1/olmv1/platform/pki"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
@@ -38,7 +39,6 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/registryv1"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
 )
 
 // Certificate providers for registry+v1 webhooks, as the CLI names them.

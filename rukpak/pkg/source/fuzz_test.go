@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
 // FuzzExtractArchive feeds arbitrary bytes to the archive extraction of image layers and HTTP

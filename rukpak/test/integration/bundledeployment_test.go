@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
-var bundleDeploymentKind = crdtest.Kind{
+var bundleDeploymentKind = apiservertest.Kind{
 	Group: "core.rukpak.io", Version: "v1alpha1", Kind: "BundleDeployment", Resource: "bundledeployments",
 }
 
@@ -29,15 +29,15 @@ source: {type: Image, image: {ref: "quay.io/org/bundle:v1"}}
 `
 
 func bdSpec(provisioner, config string) string {
-	spec := crdtest.SpecWith(plainSpec, "provisionerClassName", provisioner)
+	spec := apiservertest.SpecWith(plainSpec, "provisionerClassName", provisioner)
 	if config != "" {
-		spec = crdtest.SpecWith(spec, "config", config)
+		spec = apiservertest.SpecWith(spec, "config", config)
 	}
 	return spec
 }
 
 func TestBundleDeploymentValidation(t *testing.T) {
-	suite.CheckCases(t, bundleDeploymentKind, []crdtest.Case{
+	suite.CheckCases(t, bundleDeploymentKind, []apiservertest.Case{
 		{Name: "plain bundle", Spec: plainSpec},
 		{Name: "registry bundle with every config field", Spec: bdSpec("core-rukpak-io-registry", `
 watchNamespaces: [team-a, team-b]
@@ -53,17 +53,17 @@ values: {replicaCount: 2, image: {tag: v1}, list: [1, 2]}
 valuesFrom: [{kind: ConfigMap, name: base-values}, {kind: Secret, name: secret-values, key: prod.yaml, optional: true}]
 `)},
 		{Name: "kustomize bundle with a path", Spec: bdSpec("core-rukpak-io-kustomize", `{path: overlays/prod}`)},
-		{Name: "the longest name", ObjectName: crdtest.LongName(63), Spec: plainSpec},
+		{Name: "the longest name", ObjectName: apiservertest.LongName(63), Spec: plainSpec},
 
-		{Name: "name is at most 63 characters", ObjectName: crdtest.LongName(64), Spec: plainSpec,
+		{Name: "name is at most 63 characters", ObjectName: apiservertest.LongName(64), Spec: plainSpec,
 			WantErrs: []string{"metadata.name must be at most 63 characters"}},
 		{Name: "spec is required", Spec: `{}`,
 			WantErrs: []string{"spec.provisionerClassName: Required value", "spec.installNamespace: Required value", "spec.source: Required value"}},
 		{Name: "provisionerClassName must be known", Spec: bdSpec("core-rukpak-io-docker", ""),
 			WantErrs: []string{`spec.provisionerClassName: Unsupported value: "core-rukpak-io-docker"`}},
-		{Name: "installNamespace must be a namespace name", Spec: crdtest.SpecWith(plainSpec, "installNamespace", "Team_A"),
+		{Name: "installNamespace must be a namespace name", Spec: apiservertest.SpecWith(plainSpec, "installNamespace", "Team_A"),
 			WantErrs: []string{"spec.installNamespace", "should match"}},
-		{Name: "installNamespace is at most 63 characters", Spec: crdtest.SpecWith(plainSpec, "installNamespace", crdtest.LongName(64)),
+		{Name: "installNamespace is at most 63 characters", Spec: apiservertest.SpecWith(plainSpec, "installNamespace", apiservertest.LongName(64)),
 			WantErrs: []string{"spec.installNamespace: Too long"}},
 		{Name: "helm values need the helm provisioner", Spec: bdSpec("core-rukpak-io-registry", `{values: {a: 1}}`),
 			WantErrs: []string{"config.values and config.valuesFrom can only be used with provisionerClassName core-rukpak-io-helm"}},
@@ -97,7 +97,7 @@ valuesFrom: [{kind: ConfigMap, name: base-values}, {kind: Secret, name: secret-v
 }
 
 func TestBundleDeploymentSourceValidation(t *testing.T) {
-	suite.CheckCases(t, bundleDeploymentKind, crdtest.InSpec(plainSpec, crdtest.SourceCases()))
+	suite.CheckCases(t, bundleDeploymentKind, apiservertest.InSpec(plainSpec, apiservertest.SourceCases()))
 }
 
 func TestBundleDeploymentDefaults(t *testing.T) {
@@ -141,7 +141,7 @@ func TestBundleDeploymentImmutableFields(t *testing.T) {
 				t.Fatalf("changing spec.source (mutable) was rejected: %v", err)
 			}
 			obj.Object["spec"].(map[string]any)[tc.field] = tc.value
-			crdtest.CheckVerdict(t, suite.Client.Update(t.Context(), obj), []string{tc.wantErr})
+			apiservertest.CheckVerdict(t, suite.Client.Update(t.Context(), obj), []string{tc.wantErr})
 		})
 	}
 }
@@ -237,7 +237,7 @@ installedRevision: 3
 history:
 - {revision: 3, contentHash: "sha256:1111", installedAt: "2026-01-01T00:00:00Z", healthyAt: "2026-01-01T00:01:00Z", description: "rollback to revision 1: revision 2 was not Healthy", chartVersion: "1.2.0", valuesHash: "sha256:2222", resolvedSource: {type: Image, image: {ref: "quay.io/org/bundle@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
 `)
-	suite.AssertPrinterColumns(t, bundleDeploymentKind, "printed", []crdtest.Column{
+	suite.AssertPrinterColumns(t, bundleDeploymentKind, "printed", []apiservertest.Column{
 		{Name: "Name", Cell: "printed"},
 		{Name: "Provisioner", Cell: "core-rukpak-io-plain"},
 		{Name: "Install Namespace", Cell: "default"},

@@ -25,14 +25,14 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 const namespace = "olmv1-system"
 
 var env struct {
-	suite    *crdtest.Suite
+	suite    *apiservertest.Suite
 	client   client.Client
 	store    *storage.Store
 	storeDir string
@@ -41,7 +41,7 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(crdtest.Main(m, "catalogd controller integration tests", crdtest.Options{
+	os.Exit(apiservertest.Main(m, "catalogd controller integration tests", apiservertest.Options{
 		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
 		AddToScheme: []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
 		QPS:         500,
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // setup fills a store (with an orphan catalog), serves it over HTTP and starts a manager running the
 // CatalogReconciler with the fake registry for Image sources.
-func setup(s *crdtest.Suite) error {
+func setup(s *apiservertest.Suite) error {
 	env.suite = s
 	env.client = s.Client
 

@@ -36,8 +36,8 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 const namespace = "olmv1-system"
@@ -48,12 +48,12 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(crdtest.Main(m, "catalogd replica integration tests", crdtest.Options{
+	os.Exit(apiservertest.Main(m, "catalogd replica integration tests", apiservertest.Options{
 		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
 		AddToScheme: []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
 		QPS:         500,
 		Burst:       1000,
-	}, func(s *crdtest.Suite) error {
+	}, func(s *apiservertest.Suite) error {
 		env.config, env.client = s.Config, s.Client
 		if err := s.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", namespace, err)

@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
+	"github.com/olmv1/olmv1/platform/yamlalias"
 )
 
 // Bundle is what a catalog needs to know about a registry+v1 bundle.

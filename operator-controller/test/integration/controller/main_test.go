@@ -23,8 +23,8 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 var (
@@ -57,7 +57,7 @@ func (f *fixtureReader) ReadCatalog(_ context.Context, name string) (*declcfg.De
 
 func TestMain(m *testing.M) {
 	root := filepath.Join("..", "..", "..", "..")
-	os.Exit(crdtest.Main(m, "operator-controller controller integration tests", crdtest.Options{
+	os.Exit(apiservertest.Main(m, "operator-controller controller integration tests", apiservertest.Options{
 		CRDDirs: []string{
 			filepath.Join(root, "operator-controller", "config", "crd", "bases"),
 			filepath.Join(root, "catalogd", "config", "crd", "bases"),
@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 }
 
 // setup starts a manager running the OperatorReconciler over the fixture catalogs.
-func setup(s *crdtest.Suite) error {
+func setup(s *apiservertest.Suite) error {
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
 		Scheme:                 s.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -3,7 +3,7 @@ package certs
 import (
 	"fmt"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // Provider names, as a rukpak flag would take them.

@@ -14,7 +14,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/pki"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/ignore"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
 // fuzzIgnorePaths are chart paths every input is also matched against.

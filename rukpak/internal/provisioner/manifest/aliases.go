@@ -1,6 +1,6 @@
 package manifest
 
-import "github.com/olmv1/olmv1/rukpak/pkg/yamlalias"
+import "github.com/olmv1/olmv1/platform/yamlalias"
 
 // The alias guard of every YAML document of a bundle (see package yamlalias).
 

@@ -15,10 +15,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
-	"github.com/olmv1/olmv1/rukpak/pkg/sharedtestdata"
 )
 
 // fuzzBase is an in-repo bundle whose ClusterServiceVersion the fuzzer replaces.

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
@@ -29,7 +30,6 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
 )
 
 const systemNamespace = "olmv1-system"
@@ -44,7 +44,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(crdtest.Main(m, "rukpak controller integration tests", crdtest.Options{
+	os.Exit(apiservertest.Main(m, "rukpak controller integration tests", apiservertest.Options{
 		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
 		AddToScheme: []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme},
 		QPS:         200,
@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 // setup creates the system namespace and starts a manager running the BundleDeploymentReconciler.
-func setup(s *crdtest.Suite) error {
+func setup(s *apiservertest.Suite) error {
 	restConfig, k8s = s.Config, s.Client
 	scheme := s.Scheme
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{

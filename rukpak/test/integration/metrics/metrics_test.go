@@ -23,12 +23,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/olmv1/olmv1/rukpak/pkg/boot"
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
 func TestMetricsAuthorization(t *testing.T) {
-	cfg := crdtest.StartForTest(t, crdtest.Options{}).Config
+	cfg := apiservertest.StartForTest(t, apiservertest.Options{}).Config
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := t.Context()
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 )
 
 var (
@@ -22,7 +22,7 @@ var (
 
 func TestMain(m *testing.M) {
 	// No CRDs installed up front: the tests create those of the bundles under test.
-	os.Exit(crdtest.Main(m, "rukpak provisioner integration tests", crdtest.Options{QPS: 500, Burst: 1000}, func(s *crdtest.Suite) error {
+	os.Exit(apiservertest.Main(m, "rukpak provisioner integration tests", apiservertest.Options{QPS: 500, Burst: 1000}, func(s *apiservertest.Suite) error {
 		cfg, cl = s.Config, s.Client
 		return nil
 	}))

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/olmv1/olmv1/rukpak/test/integration/crdtest"
+	"github.com/olmv1/olmv1/platform/apiservertest"
 )
 
 // namespace is where the tests put ConfigMaps and Secrets: the controller's namespace.
@@ -30,7 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(crdtest.Main(m, "rukpak source integration tests", crdtest.Options{}, func(s *crdtest.Suite) error {
+	os.Exit(apiservertest.Main(m, "rukpak source integration tests", apiservertest.Options{}, func(s *apiservertest.Suite) error {
 		cfg, k8sClient, scheme = s.Config, s.Client, s.Scheme
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 		if err := k8sClient.Create(context.Background(), ns); err != nil {

@@ -1,0 +1,116 @@
+// Package conditionevents is the events policy the three controllers share: one Event per condition
+// transition (a new condition, a changed status or reason, or a changed message while the condition
+// fails), Warning for failures and Normal otherwise, with a bounded message (Policy.Events,
+// Policy.Record).
+package conditionevents
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+)
+
+// Event is one Event to record on the object whose conditions changed.
+type Event struct {
+	// Type is Normal or Warning.
+	Type string
+	// Reason is the condition's reason.
+	Reason string
+	// Action is the condition's type (the events.k8s.io action).
+	Action string
+	// Message is "<Type>=<Status>: <message>", at most MaxMessageBytes long.
+	Message string
+}
+
+// MaxMessageBytes bounds an Event's message (events.k8s.io refuses a note over 1 KiB).
+const MaxMessageBytes = 1024
+
+// Policy says which condition states are not failures.
+type Policy struct {
+	// NotFailures are condition types whose False status is no failure (Paused, Deprecated, ...):
+	// their transitions are always Normal.
+	NotFailures []string
+	// Progressing are reasons that mean "not there yet" rather than failed (Pending, Unpacking):
+	// a False condition with one of them is Normal.
+	Progressing []string
+	// Warnings are reasons that are Warnings even on a True condition (serving previous content).
+	Warnings []string
+}
+
+// Events is the policy of all three controllers: one Event per condition transition between before
+// and after. A transition is a new condition (but for a False one of the NotFailures types: a new
+// object that is not paused is no news), or a changed status or reason; a changed message is one too
+// while the condition is failing, so that a different error is seen. Events are Warning when
+// the condition fails (False, not progressing, type not in NotFailures) and Normal otherwise, in the
+// order of after.
+func (p Policy) Events(before, after []metav1.Condition) []Event {
+	var out []Event
+	for _, cur := range after {
+		var old *metav1.Condition
+		for i := range before {
+			if before[i].Type == cur.Type {
+				old = &before[i]
+			}
+		}
+		warning := p.failing(cur)
+		if old != nil && old.Status == cur.Status && old.Reason == cur.Reason && (!warning || old.Message == cur.Message) {
+			continue
+		}
+		if old == nil && cur.Status == metav1.ConditionFalse && contains(p.NotFailures, cur.Type) {
+			continue // a new object that is not paused (not deprecated, ...) is no news
+		}
+		typ := corev1.EventTypeNormal
+		if warning {
+			typ = corev1.EventTypeWarning
+		}
+		out = append(out, Event{Type: typ, Reason: cur.Reason, Action: cur.Type,
+			Message: truncate(fmt.Sprintf("%s=%s: %s", cur.Type, cur.Status, cur.Message), MaxMessageBytes)})
+	}
+	return out
+}
+
+func (p Policy) failing(c metav1.Condition) bool {
+	if contains(p.Warnings, c.Reason) {
+		return true
+	}
+	if c.Status != metav1.ConditionFalse || contains(p.NotFailures, c.Type) || contains(p.Progressing, c.Reason) {
+		return false
+	}
+	return true
+}
+
+// Record records the Events of before → after on obj with a core/v1 recorder (nil: nothing).
+func (p Policy) Record(rec record.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
+	if rec == nil {
+		return
+	}
+	for _, e := range p.Events(before, after) {
+		rec.Event(obj, e.Type, e.Reason, e.Message)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, ending in "…" when cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

@@ -1,0 +1,69 @@
+package conditionevents
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+func TestEventsOnTransitions(t *testing.T) {
+	p := Policy{NotFailures: []string{"Paused"}, Progressing: []string{"Pending"}, Warnings: []string{"ServingPreviousContent"}}
+	before := []metav1.Condition{
+		cond("Unpacked", metav1.ConditionTrue, "UnpackSucceeded", "generation 1: unpacked"),
+		cond("Installed", metav1.ConditionFalse, "InstallFailed", "first error"),
+		cond("Healthy", metav1.ConditionTrue, "Healthy", "all good"),
+		cond("Paused", metav1.ConditionFalse, "NotPaused", ""),
+	}
+	after := []metav1.Condition{
+		cond("Unpacked", metav1.ConditionTrue, "UnpackSucceeded", "generation 2: unpacked"), // True, message only: no event
+		cond("Installed", metav1.ConditionFalse, "InstallFailed", "second error"),           // failing, new message: Warning
+		cond("Healthy", metav1.ConditionTrue, "Healthy", "all good"),                        // unchanged
+		cond("Paused", metav1.ConditionTrue, "Paused", "since then"),                        // transition: Normal
+		cond("Serving", metav1.ConditionFalse, "Pending", "unpacking generation 2"),         // new, progressing: Normal
+		cond("Resolved", metav1.ConditionTrue, "ServingPreviousContent", "old"),             // warning reason on True
+	}
+	got := p.Events(before, after)
+	want := []Event{
+		{Type: "Warning", Reason: "InstallFailed", Action: "Installed", Message: "Installed=False: second error"},
+		{Type: "Normal", Reason: "Paused", Action: "Paused", Message: "Paused=True: since then"},
+		{Type: "Normal", Reason: "Pending", Action: "Serving", Message: "Serving=False: unpacking generation 2"},
+		{Type: "Warning", Reason: "ServingPreviousContent", Action: "Resolved", Message: "Resolved=True: old"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Events =\n%v\nwant\n%v", got, want)
+	}
+	fresh := p.Events(nil, []metav1.Condition{cond("Paused", metav1.ConditionFalse, "NotPaused", ""), cond("Installed", metav1.ConditionFalse, "Pending", "soon")})
+	if len(fresh) != 1 || fresh[0].Action != "Installed" {
+		t.Fatalf("a new object: want only the Installed event, got %v", fresh)
+	}
+	if again := p.Events(after, after); len(again) != 0 {
+		t.Fatalf("no change must give no event, got %v", again)
+	}
+}
+
+func TestEventMessagesAreBounded(t *testing.T) {
+	long := strings.Repeat("é", 2000)
+	ev := Policy{}.Events(nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", long)})
+	if len(ev) != 1 || len(ev[0].Message) > MaxMessageBytes || !strings.HasSuffix(ev[0].Message, "…") {
+		t.Fatalf("message not bounded: %d bytes", len(ev[0].Message))
+	}
+	if !strings.HasPrefix(ev[0].Message, "Installed=False: é") {
+		t.Fatalf("message lost its prefix: %q", ev[0].Message[:40])
+	}
+}
+
+func TestRecord(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	Policy{}.Record(rec, nil, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")})
+	if got := <-rec.Events; got != "Warning InstallFailed Installed=False: x" {
+		t.Fatalf("recorded %q", got)
+	}
+	Policy{}.Record(nil, nil, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")}) // nil recorder: no panic
+}
+
+func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
+}
