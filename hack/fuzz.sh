@@ -39,7 +39,7 @@ fi
 # Every fuzz target of the repository must be listed above, so that none is silently left out.
 listed=" ${targets[*]} "
 missing=0
-for m in catalogd deppy e2e operator-controller rukpak; do
+for m in catalogd deppy e2e operator-controller platform rukpak; do
   while IFS=: read -r file name; do
     pkg=./$(dirname "${file#"$root/$m/"}")
     [ "$pkg" = "./." ] && pkg=.

@@ -9,7 +9,8 @@
 //   - step: the errors a reconcile step returns (which condition, which reason, terminal or not) and
 //     the controller result they give.
 //   - conditionevents: the events policy: one Event per condition transition, Warning while failing.
-//   - paused: the Paused condition and its "since" of every kind with spec.paused.
+//   - paused: the Paused condition of every kind with spec.paused (SetCondition: one way to report it).
+//   - objmeta: the finalizer and owned labels a controller keeps on what it reconciles (Ensure).
 //   - yamlalias: the YAML alias-bomb guard of catalogs and bundles.
 //   - sharedtestdata: where the shared real test data is (../shared/testdata, $OLMV1_TESTDATA).
 //   - apiservertest: the integration-test harness of every module: a real kube-apiserver and etcd

@@ -24,6 +24,7 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/objmeta"
 	"github.com/olmv1/olmv1/platform/step"
 )
 
@@ -181,16 +182,7 @@ func logStepError(l logr.Logger, err error) {
 // (catalogdv1alpha1.LabelMetadataName), in one patch when either is missing or the label was
 // changed.
 func (r *CatalogReconciler) ensureMetadata(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
-	if controllerutil.ContainsFinalizer(cat, Finalizer) && cat.Labels[catalogdv1alpha1.LabelMetadataName] == cat.Name {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(cat.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(cat, Finalizer)
-	if cat.Labels == nil {
-		cat.Labels = map[string]string{}
-	}
-	cat.Labels[catalogdv1alpha1.LabelMetadataName] = cat.Name
-	return r.Client.Patch(ctx, cat, patch)
+	return objmeta.Ensure(ctx, r.Client, cat, "Catalog", Finalizer, map[string]string{catalogdv1alpha1.LabelMetadataName: cat.Name})
 }
 
 // finalize removes everything stored for the catalog, then the finalizer.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -50,19 +48,16 @@ func (r *CatalogReconciler) reconcilePaused(ctx context.Context, cat *catalogdv1
 // setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
 // already True, else now.
 func setPaused(cat *catalogdv1alpha1.Catalog, now time.Time) {
-	since := paused.Since(cat.Status.Conditions, now)
-	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked or polled until spec.paused is false", paused.Format(since))
-	if cat.Status.ContentHash != "" {
-		msg += fmt.Sprintf("; the content of generation %d (%s) stays served as it is", cat.Status.ServedGeneration, cat.Status.ContentHash)
-	} else {
-		msg += "; nothing has been unpacked yet, so nothing is served"
-	}
-	meta.SetStatusCondition(&cat.Status.Conditions, metav1.Condition{Type: catalogdv1alpha1.TypePaused, Status: metav1.ConditionTrue,
-		Reason: catalogdv1alpha1.ReasonPaused, Message: msg, ObservedGeneration: cat.Generation, LastTransitionTime: since})
+	paused.SetCondition(&cat.Status.Conditions, cat.Generation, true, now, func(since string) string {
+		msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked or polled until spec.paused is false", since)
+		if cat.Status.ContentHash != "" {
+			return msg + fmt.Sprintf("; the content of generation %d (%s) stays served as it is", cat.Status.ServedGeneration, cat.Status.ContentHash)
+		}
+		return msg + "; nothing has been unpacked yet, so nothing is served"
+	}, "")
 }
 
 // setNotPaused sets Paused=False; its lastTransitionTime says when a pause ended.
 func setNotPaused(cat *catalogdv1alpha1.Catalog) {
-	meta.SetStatusCondition(&cat.Status.Conditions, metav1.Condition{Type: catalogdv1alpha1.TypePaused, Status: metav1.ConditionFalse,
-		Reason: catalogdv1alpha1.ReasonNotPaused, Message: "not paused: the Catalog is reconciled", ObservedGeneration: cat.Generation})
+	paused.SetCondition(&cat.Status.Conditions, cat.Generation, false, time.Time{}, nil, "not paused: the Catalog is reconciled")
 }

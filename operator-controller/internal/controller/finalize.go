@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/objmeta"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -19,15 +20,7 @@ import (
 const Finalizer = "operators.operatorframework.io/pass-deletion-policy"
 
 func (r *OperatorReconciler) ensureFinalizer(ctx context.Context, op *operatorsv1alpha1.Operator) error {
-	if controllerutil.ContainsFinalizer(op, Finalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(op.DeepCopy())
-	controllerutil.AddFinalizer(op, Finalizer)
-	if err := r.Client.Patch(ctx, op, patch); err != nil {
-		return fmt.Errorf("adding finalizer %s to Operator %q: %w", Finalizer, op.Name, err)
-	}
-	return nil
+	return objmeta.Ensure(ctx, r.Client, op, "Operator", Finalizer, nil)
 }
 
 // finalize passes the deleted Operator's policies to its BundleDeployment and deletes it (rukpak then

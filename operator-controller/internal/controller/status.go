@@ -104,7 +104,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, msg)
 	}
 
-	setPaused(op, set)
+	setPaused(op)
 	setInstalled(op, obs, installed, set)
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
@@ -281,14 +281,9 @@ func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, ins
 }
 
 // setPaused reports spec.paused. The condition's lastTransitionTime says since when.
-func setPaused(op *operatorsv1alpha1.Operator, set setFunc) {
-	if !op.Spec.Paused {
-		set(operatorsv1alpha1.TypePaused, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotPaused,
-			"spec.paused is false: the Operator follows its spec and the catalogs")
-		return
-	}
+func setPaused(op *operatorsv1alpha1.Operator) {
 	// Status read: the Paused condition's lastTransitionTime is when the pause began.
-	since := paused.Format(paused.Since(op.Status.Conditions, time.Now()))
-	set(operatorsv1alpha1.TypePaused, metav1.ConditionTrue, operatorsv1alpha1.ReasonPaused,
-		fmt.Sprintf("paused since %s: the Operator stays on its installed bundle and its BundleDeployment is paused until spec.paused is false", since))
+	paused.SetCondition(&op.Status.Conditions, op.Generation, op.Spec.Paused, time.Now(), func(since string) string {
+		return fmt.Sprintf("paused since %s: the Operator stays on its installed bundle and its BundleDeployment is paused until spec.paused is false", since)
+	}, "spec.paused is false: the Operator follows its spec and the catalogs")
 }

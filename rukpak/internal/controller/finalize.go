@@ -12,16 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/olmv1/olmv1/platform/objmeta"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 func (r *BundleDeploymentReconciler) ensureFinalizer(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) error {
-	if controllerutil.ContainsFinalizer(bd, Finalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(bd.DeepCopy())
-	controllerutil.AddFinalizer(bd, Finalizer)
-	return r.Client.Patch(ctx, bd, patch)
+	return objmeta.Ensure(ctx, r.Client, bd, "BundleDeployment", Finalizer, nil)
 }
 
 func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) error {

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,17 +43,16 @@ func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *ru
 // setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
 // already True, else now.
 func setPaused(bd *rukpakv1alpha1.BundleDeployment, now time.Time) {
-	since := paused.Since(bd.Status.Conditions, now)
-	msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", paused.Format(since))
-	if bd.Status.InstalledRevision > 0 {
-		msg += fmt.Sprintf("; revision %d stays installed as it is", bd.Status.InstalledRevision)
-	}
-	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypePaused, Status: metav1.ConditionTrue,
-		Reason: rukpakv1alpha1.ReasonPaused, Message: msg, ObservedGeneration: bd.Generation, LastTransitionTime: since})
+	paused.SetCondition(&bd.Status.Conditions, bd.Generation, true, now, func(since string) string {
+		msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", since)
+		if bd.Status.InstalledRevision > 0 {
+			msg += fmt.Sprintf("; revision %d stays installed as it is", bd.Status.InstalledRevision)
+		}
+		return msg
+	}, "")
 }
 
 // setNotPaused sets Paused=False; its lastTransitionTime says when a pause ended.
 func setNotPaused(bd *rukpakv1alpha1.BundleDeployment) {
-	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypePaused, Status: metav1.ConditionFalse,
-		Reason: rukpakv1alpha1.ReasonNotPaused, Message: "not paused: the BundleDeployment is reconciled", ObservedGeneration: bd.Generation})
+	paused.SetCondition(&bd.Status.Conditions, bd.Generation, false, time.Time{}, nil, "not paused: the BundleDeployment is reconciled")
 }
