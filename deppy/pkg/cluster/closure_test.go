@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -255,10 +256,13 @@ func TestIndexForRealCatalog(t *testing.T) {
 		t.Skipf("real catalog %s is absent (set OLMV1_TESTDATA to the shared testdata folder to run this): %v", dir, err)
 	}
 	var metas []*declcfg.Meta
+	var mu sync.Mutex // WalkMetasFS calls back from several goroutines at once
 	if err := declcfg.WalkMetasFS(context.Background(), os.DirFS(dir), func(_ string, m *declcfg.Meta, err error) error {
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		metas = append(metas, m)
 		return nil
 	}); err != nil {
