@@ -114,20 +114,13 @@ func (r *CatalogReconciler) keepLastGood(ctx context.Context, cat *catalogdv1alp
 // stores it only if its hash is status.contentHash, the way every other replica does. It does
 // nothing when the store already holds it or the status names nothing.
 func (r *CatalogReconciler) loadWhatStatusNames(ctx context.Context, cat *catalogdv1alpha1.Catalog) error {
-	want := cat.Status.ContentHash
-	if want == "" || cat.Status.ResolvedSource == nil {
-		return nil
-	}
-	if cur, ok := r.Loader.Store.Get(cat.Name); ok && cur.Hash == want {
-		return nil
-	}
-	src, err := replica.PinnedSource(cat.Spec.Source, cat.Status.ResolvedSource)
-	if err == nil {
-		_, err = r.Loader.Load(ctx, replica.Request{Catalog: cat.Name, Source: src, WantHash: want})
-	}
-	if err != nil {
+	sc, err := replica.WhatStatusNames(cat, r.Loader.Store)
+	if err != nil || sc.Load == nil {
 		return err
 	}
-	log.FromContext(ctx).Info("serving the content the status names again", "hash", want, "source", cat.Status.ResolvedSource.String())
+	if _, err := r.Loader.Load(ctx, *sc.Load); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("serving the content the status names again", "hash", sc.Load.WantHash, "source", cat.Status.ResolvedSource.String())
 	return nil
 }

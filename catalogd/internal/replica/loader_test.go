@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
@@ -318,5 +319,28 @@ func TestLoadStepByStep(t *testing.T) {
 	ld.End() // a second End does nothing
 	if err := <-removed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WhatStatusNames: nothing when the status names no content; Held when the store has the named hash;
+// else a Load of the pinned source (the digest, not the tag) wanting that hash.
+func TestWhatStatusNames(t *testing.T) {
+	l, imgs := newTestLoader(t)
+	digest := imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	cat := &catalogdv1alpha1.Catalog{}
+	cat.Name = "foo"
+	cat.Spec.Source = image("reg/foo:latest")
+	if sc, err := WhatStatusNames(cat, l.Store); err != nil || sc.Named {
+		t.Fatalf("no status: %+v, %v", sc, err)
+	}
+	res := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest")})
+	cat.Status.ContentHash, cat.Status.ResolvedSource = res.Content.Hash, &res.Resolved
+	if sc, err := WhatStatusNames(cat, l.Store); err != nil || !sc.Named || sc.Held == nil || sc.Load != nil {
+		t.Fatalf("held: %+v, %v", sc, err)
+	}
+	cat.Status.ContentHash = "sha256:" + strings.Repeat("0", 64)
+	sc, err := WhatStatusNames(cat, l.Store)
+	if err != nil || sc.Held != nil || sc.Load == nil || sc.Load.WantHash != cat.Status.ContentHash || sc.Load.Source.Image.Ref != digest {
+		t.Fatalf("load: %+v (%+v), %v; want a load of %s", sc, sc.Load, err, digest)
 	}
 }

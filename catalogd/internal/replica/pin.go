@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -68,4 +70,34 @@ func PinnedSource(spec rukpakv1alpha1.Source, resolved *rukpakv1alpha1.ResolvedS
 		return rukpakv1alpha1.Source{Type: resolved.Type, ConfigMaps: cms}, nil
 	}
 	return rukpakv1alpha1.Source{}, fmt.Errorf("status.resolvedSource has unsupported type %q", resolved.Type)
+}
+
+// StatusContent is what a Catalog's status says the store must hold, decided once for the leader
+// (the last good content after a failed update) and for every other replica (what to serve).
+type StatusContent struct {
+	// Named is false when the status names no content yet (nothing was unpacked successfully).
+	Named bool
+	// Held is the content the store already holds with the named hash (nil when it holds none or
+	// other content).
+	Held *storage.Content
+	// Load is the request that fetches exactly the named content (set when Named and not Held).
+	Load *Request
+}
+
+// WhatStatusNames decides, for cat, what its status names and whether store holds it: the content
+// with hash status.contentHash, fetched from status.resolvedSource pinned (PinnedSource). err is set
+// when the status names content whose source cannot be pinned: only a new status can fix that.
+func WhatStatusNames(cat *catalogdv1alpha1.Catalog, store *storage.Store) (StatusContent, error) {
+	want := cat.Status.ContentHash
+	if want == "" || cat.Status.ResolvedSource == nil {
+		return StatusContent{}, nil
+	}
+	if cur, ok := store.Get(cat.Name); ok && cur.Hash == want {
+		return StatusContent{Named: true, Held: cur}, nil
+	}
+	src, err := PinnedSource(cat.Spec.Source, cat.Status.ResolvedSource)
+	if err != nil {
+		return StatusContent{Named: true}, err
+	}
+	return StatusContent{Named: true, Load: &Request{Catalog: cat.Name, Source: src, WantHash: want}}, nil
 }

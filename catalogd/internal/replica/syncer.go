@@ -107,25 +107,26 @@ func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := cat.Status.ContentHash
-	if want == "" || cat.Status.ResolvedSource == nil {
-		// Nothing was unpacked successfully yet: nothing to serve.
-		s.setFailure(req.Name, "")
-		return ctrl.Result{}, nil
-	}
-	if cur, ok := s.Loader.Store.Get(req.Name); ok && cur.Hash == want {
-		contentBytes.WithLabelValues(req.Name).Set(float64(cur.Size))
-		s.setFailure(req.Name, "")
-		return ctrl.Result{}, nil
-	}
-	src, err := PinnedSource(cat.Spec.Source, cat.Status.ResolvedSource)
-	if err != nil {
+	sc, err := WhatStatusNames(cat, s.Loader.Store)
+	switch {
+	case err != nil:
 		// Only a new status can fix it; the next status update triggers a new attempt.
 		s.setFailure(req.Name, err.Error())
 		l.Error(err, "cannot tell what to fetch for the content the status names")
 		return ctrl.Result{}, nil
+	case !sc.Named:
+		// Nothing was unpacked successfully yet: nothing to serve.
+		s.setFailure(req.Name, "")
+		return ctrl.Result{}, nil
+	case sc.Held != nil:
+		contentBytes.WithLabelValues(req.Name).Set(float64(sc.Held.Size))
+		s.setFailure(req.Name, "")
+		return ctrl.Result{}, nil
 	}
-	res, err := s.Loader.Load(ctx, Request{Catalog: req.Name, Source: src, WantHash: want, Guard: s.notLeading})
+	want := sc.Load.WantHash
+	load := *sc.Load
+	load.Guard = s.notLeading
+	res, err := s.Loader.Load(ctx, load)
 	if errors.Is(err, errLeading) || (err != nil && s.leading()) {
 		s.setFailure(req.Name, "")
 		return ctrl.Result{}, nil
