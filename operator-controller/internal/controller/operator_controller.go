@@ -298,11 +298,7 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	}
 	if have == nil {
 		if err := r.Client.Create(ctx, want); err != nil {
-			err = fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err)
-			if apierrors.IsInvalid(err) {
-				return nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
-			}
-			return nil, err
+			return nil, writeFailed(fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err))
 		}
 		log.FromContext(ctx).Info("created BundleDeployment", "bundle", b.Name, "image", b.Image, "namespace", ns)
 		return want, nil
@@ -312,14 +308,19 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 		return have, nil
 	}
 	if err := r.Client.Update(ctx, updated); err != nil {
-		err = fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err)
-		if apierrors.IsInvalid(err) {
-			return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
-		}
-		return have, err
+		return have, writeFailed(fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err))
 	}
 	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
 	return updated, nil
+}
+
+// writeFailed is a failed write of a BundleDeployment: terminal (InstallationFailed) when the API
+// refused the object as invalid, which retrying cannot fix; err as it is otherwise (retried).
+func writeFailed(err error) error {
+	if apierrors.IsInvalid(err) {
+		return step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
+	}
+	return err
 }
 
 // ensureSettings applies op's settings (applySettings: config, watch namespaces, policies, pause,
@@ -343,11 +344,7 @@ func (r *OperatorReconciler) ensureSettings(ctx context.Context, op *operatorsv1
 	updated := bd.DeepCopy()
 	updated.Spec = *want
 	if err := r.Client.Update(ctx, updated); err != nil {
-		err = fmt.Errorf("applying %s to BundleDeployment %q without resolution: %w", strings.Join(changed, ", "), bd.Name, err)
-		if apierrors.IsInvalid(err) {
-			return bd, nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
-		}
-		return bd, nil, err
+		return bd, nil, writeFailed(fmt.Errorf("applying %s to BundleDeployment %q without resolution: %w", strings.Join(changed, ", "), bd.Name, err))
 	}
 	log.FromContext(ctx).Info("applied settings to the installed bundle without resolution", "changed", changed)
 	return updated, changed, nil
