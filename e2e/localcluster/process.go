@@ -114,6 +114,9 @@ func alive(pid int) bool {
 	return true
 }
 
+// LogTail returns the last n bytes of the process's log, for failure messages.
+func (p *Process) LogTail(n int64) string { return tail(p.Log, n) }
+
 // tail returns the last n bytes of a log file, for error messages.
 func tail(path string, n int64) string {
 	f, err := os.Open(path)

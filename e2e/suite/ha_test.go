@@ -163,7 +163,9 @@ func haMeasureTakeovers(ctx context.Context, killedAt time.Time, ts ...haTakeove
 				took[t.component] = time.Since(killedAt)
 			}
 		}
-		g.Expect(took).To(HaveLen(len(ts)), "Leases taken over so far: %v", took)
+		g.Expect(took).To(HaveLen(len(ts)), func() string {
+			return fmt.Sprintf("Leases taken over so far: %v; %s", took, haWaiting(ctx, ts, took))
+		})
 	}).WithContext(ctx).WithTimeout(haTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	for _, t := range ts {
 		Expect(t.survivor.Exited()).To(BeFalse(), "the standby %s is running", t.survivor.Name)
@@ -177,6 +179,33 @@ func haMeasureTakeovers(ctx context.Context, killedAt time.Time, ts ...haTakeove
 		haFailovers = append(haFailovers, haFailover{component: t.component, took: d})
 		Expect(d).To(BeNumerically("<=", haTakeoverBound), msg)
 	}
+}
+
+// haWaiting describes the takeovers not seen yet, for the failure message: the Lease as it is, whether
+// the standby still runs, and the end of its log.
+func haWaiting(ctx context.Context, ts []haTakeover, took map[string]time.Duration) string {
+	var parts []string
+	for _, t := range ts {
+		if _, done := took[t.component]; done {
+			continue
+		}
+		lease := "unreadable"
+		if l, err := env.clientset.CoordinationV1().Leases(haLeaseNamespace).Get(ctx, haLeaseName(t.component), metav1.GetOptions{}); err != nil {
+			lease = err.Error()
+		} else {
+			h, renewed := "", "never"
+			if l.Spec.HolderIdentity != nil {
+				h = *l.Spec.HolderIdentity
+			}
+			if l.Spec.RenewTime != nil {
+				renewed = time.Since(l.Spec.RenewTime.Time).Round(100*time.Millisecond).String() + " ago"
+			}
+			lease = fmt.Sprintf("holder %q (killed leader %q), renewed %s", h, t.old, renewed)
+		}
+		parts = append(parts, fmt.Sprintf("%s: Lease %s; standby %s exited=%v, its log ends:\n%s",
+			t.component, lease, t.survivor.Name, t.survivor.Exited(), t.survivor.LogTail(3000)))
+	}
+	return strings.Join(parts, "\n")
 }
 
 // haRevisions checks that a BundleDeployment is Installed and Healthy for its generation at revision

@@ -76,8 +76,23 @@ func Build(name, binPath string, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromLayer(layerBytes, func(c *v1.Config) {
+		c.Entrypoint = []string{BinDir + "/" + name}
+		c.User = fmt.Sprintf("%d:%d", UID, UID)
+		c.WorkingDir = "/"
+		c.Env = []string{"PATH=" + BinDir, "HOME=/home/nonroot"}
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":  name,
+			"org.opencontainers.image.source": "https://github.com/olmv1/olmv1",
+		}
+	})
+}
+
+// FromLayer makes a linux OCI image of one uncompressed tar layer, created at the epoch (so that the
+// digest depends on the contents only), its runtime configuration set by configure.
+func FromLayer(layerTar []byte, configure func(*v1.Config)) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
@@ -94,14 +109,7 @@ func Build(name, binPath string, o Options) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cf.Config.Entrypoint = []string{BinDir + "/" + name}
-	cf.Config.User = fmt.Sprintf("%d:%d", UID, UID)
-	cf.Config.WorkingDir = "/"
-	cf.Config.Env = []string{"PATH=" + BinDir, "HOME=/home/nonroot"}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":  name,
-		"org.opencontainers.image.source": "https://github.com/olmv1/olmv1",
-	}
+	configure(&cf.Config)
 	return mutate.ConfigFile(img, cf)
 }
 

@@ -105,12 +105,13 @@ container engine (registry credentials come from the docker config file).`,
 	}
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
-	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o))
+	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o), newBundleGenerateCommand(o))
 
 	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add, list, pause and resume Catalogs on the cluster (users)"}
 	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),
 		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o),
 		newPauseCommand(o, pausableCatalog, true), newPauseCommand(o, pausableCatalog, false))
+	catalog.AddCommand(newCatalogAuthorCommands(o)...)
 
 	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
 		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),

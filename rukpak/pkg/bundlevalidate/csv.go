@@ -56,7 +56,9 @@ func checkCSV(b *bundleFiles, r *Report) {
 		}
 	}
 	if len(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs) == 0 {
-		r.add(Problem{File: b.csvFile, Field: "spec.install.spec.deployments", Message: "empty: the operator has nothing to run", Fix: "add the operator's Deployment"})
+		// A composite (meta) package runs nothing of its own: it installs CRDs and manifests and
+		// requires other packages. rukpak installs it; say so, in case a Deployment was forgotten.
+		r.add(Problem{Level: LevelWarning, File: b.csvFile, Field: "spec.install.spec.deployments", Message: "empty: the bundle runs no operator of its own (a composite package installing only CRDs and manifests)", Fix: "add the operator's Deployment if it should run one"})
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/olmv1/olmv1/rukpak/pkg/registryv1kinds"
+
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,29 +35,8 @@ const (
 )
 
 // supportedKinds are the kinds, besides the CSV and CRDs, that a registry+v1 bundle may carry in
-// manifests/ (the kinds OLM v0 installs from a bundle).
-var supportedKinds = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Secret"}:                                      true,
-	{Group: "", Kind: "ConfigMap"}:                                   true,
-	{Group: "", Kind: "Service"}:                                     true,
-	{Group: "", Kind: "ServiceAccount"}:                              true,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               true,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
-	{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}:         true,
-	{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}:         true,
-	{Group: "monitoring.coreos.com", Kind: "PodMonitor"}:             true,
-	{Group: "policy", Kind: "PodDisruptionBudget"}:                   true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              true,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              true,
-	{Group: "autoscaling.k8s.io", Kind: "VerticalPodAutoscaler"}:     true,
-	{Group: "console.openshift.io", Kind: "ConsoleYAMLSample"}:       true,
-	{Group: "console.openshift.io", Kind: "ConsoleQuickStart"}:       true,
-	{Group: "console.openshift.io", Kind: "ConsoleCLIDownload"}:      true,
-	{Group: "console.openshift.io", Kind: "ConsoleLink"}:             true,
-	{Group: "console.openshift.io", Kind: "ConsolePlugin"}:           true,
-}
+// manifests/ (one list for the renderer and bundle generate).
+var supportedKinds = registryv1kinds.Supported
 
 // bundle is a parsed registry+v1 bundle.
 type bundle struct {

@@ -75,7 +75,9 @@ func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNames
 	}
 	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.spec.deployments is empty; the operator has nothing to run", csv.Name)
+		// A composite (meta) package: the bundle brings CRDs and manifests and requires other
+		// packages, with no operator of its own to run.
+		return nil, nil
 	}
 	seen := map[string]bool{}
 	out := make([]*appsv1.Deployment, 0, len(specs))

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 )
@@ -58,14 +59,14 @@ func TestBundleErrors(t *testing.T) {
 			reason:  "InvalidBundle",
 			message: []string{"ClusterServiceVersion \"widgets.v1.0.0\"", "does not match its schema"},
 		},
-		"no deployments": {
+		"no deployments, but webhooks served by one": {
 			edit: func(f map[string]string) {
 				i := strings.Index(f[csvFile], "      deployments:\n")
 				j := strings.Index(f[csvFile], "  webhookdefinitions:\n")
 				f[csvFile] = f[csvFile][:i] + "      deployments: []\n" + f[csvFile][j:]
 			},
 			reason:  "InvalidBundle",
-			message: []string{"spec.install.spec.deployments is empty"},
+			message: []string{`deploymentName "widget-operator" is not a deployment of spec.install.spec.deployments`},
 		},
 		"owned CRD missing": {
 			edit:    func(f map[string]string) { delete(f, "manifests/widgets.example.com.crd.yaml") },
@@ -105,5 +106,58 @@ func TestDeterministic(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a.objs, b.objs) {
 		t.Fatalf("two renders of the same bundle differ")
+	}
+}
+
+// TestCompositeBundleWithoutDeployments: a meta package's CSV runs nothing of its own (no
+// deployments); its CRDs and manifests install.
+func TestCompositeBundleWithoutDeployments(t *testing.T) {
+	const csv = `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: meta.v1.0.0
+spec:
+  version: 1.0.0
+  installModes:
+  - {type: AllNamespaces, supported: true}
+  install:
+    strategy: deployment
+    spec:
+      deployments: []
+  customresourcedefinitions:
+    owned:
+    - {name: metas.example.com, version: v1, kind: Meta}
+`
+	const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: metas.example.com
+spec:
+  group: example.com
+  names: {kind: Meta, plural: metas, singular: meta, listKind: MetaList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	content := fstest.MapFS{
+		"metadata/annotations.yaml":                 {Data: []byte("annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: meta\n  operators.operatorframework.io.bundle.channels.v1: stable\n")},
+		"manifests/meta.clusterserviceversion.yaml": {Data: []byte(csv)},
+		"manifests/metas.crd.yaml":                  {Data: []byte(crd)},
+		"manifests/settings.yaml":                   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: meta-settings\n")},
+	}
+	r, err := renderFS(t, content, nil, selfSigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.count("Deployment") != 0 {
+		t.Errorf("Deployments rendered for a CSV without any: %v", r.keys())
+	}
+	for _, k := range []string{"CustomResourceDefinition /metas.example.com", "ConfigMap " + fixtureNS + "/meta-settings"} {
+		if !r.has(k) {
+			t.Errorf("%s not rendered; got %v", k, r.keys())
+		}
 	}
 }

@@ -1,0 +1,210 @@
+// Command olmv1-kind builds the project's kind node image from source and runs kind with it:
+//
+//	olmv1-kind image                              build (once, cached) and print the node image
+//	olmv1-kind create [--name N] [--kubeconfig F] build the image and the kind CLI, create a cluster
+//	olmv1-kind load [--name N] ARCHIVE...         kind load image-archive into the cluster
+//	olmv1-kind delete [--name N]                  delete the cluster
+//	olmv1-kind config                             print the kind configuration the image needs
+//
+// When the Docker engine refuses `docker run --privileged` (an engine whose bounding set lacks a
+// capability it asks for), kind runs through a docker shim (this binary, called as `docker`) that
+// starts the nodes with every capability the engine can give instead; create says so.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/olmv1/olmv1/e2e/kindnode"
+	"github.com/olmv1/olmv1/e2e/localcluster"
+)
+
+// realDockerEnv names the engine's docker client for the shim.
+const realDockerEnv = "OLMV1_REAL_DOCKER"
+
+func main() {
+	if filepath.Base(os.Args[0]) == "docker" {
+		os.Exit(shim(os.Args[1:]))
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "olmv1-kind:", err)
+		os.Exit(1)
+	}
+}
+
+// shim is the docker client kind calls: it rewrites --privileged and runs the real client.
+func shim(args []string) int {
+	real := os.Getenv(realDockerEnv)
+	if real == "" {
+		fmt.Fprintln(os.Stderr, "olmv1-kind docker shim: "+realDockerEnv+" is not set")
+		return 2
+	}
+	args, err := kindnode.ShimArgs(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "olmv1-kind docker shim:", err)
+		return 2
+	}
+	cmd := exec.Command(real, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, "olmv1-kind docker shim:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: olmv1-kind image|create|load|delete|config [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	cacheDir := fs.String("cache-dir", localcluster.DefaultCacheDir(), "where binaries and root filesystems are cached")
+	name := fs.String("name", "olmv1", "kind cluster name")
+	kubeconfig := fs.String("kubeconfig", "", "create: write the cluster's kubeconfig here")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "config":
+		fmt.Print(kindnode.KindConfig())
+		return nil
+	case "image":
+		ref, err := kindnode.Build(ctx, *cacheDir, os.Stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Println(ref)
+		return nil
+	case "create":
+		return create(ctx, *cacheDir, *name, *kubeconfig)
+	case "load":
+		k, err := kind(ctx, *cacheDir)
+		if err != nil {
+			return err
+		}
+		for _, a := range fs.Args() {
+			if err := k.run(ctx, "load", "image-archive", "--name", *name, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "delete":
+		k, err := kind(ctx, *cacheDir)
+		if err != nil {
+			return err
+		}
+		return k.run(ctx, "delete", "cluster", "--name", *name)
+	}
+	return fmt.Errorf("unknown command %q: want image, create, load, delete or config", args[0])
+}
+
+func create(ctx context.Context, cacheDir, name, kubeconfig string) error {
+	ref, err := kindnode.Build(ctx, cacheDir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	k, err := kind(ctx, cacheDir)
+	if err != nil {
+		return err
+	}
+	if out, _ := exec.CommandContext(ctx, k.bin, "get", "clusters").Output(); containsLine(string(out), name) {
+		fmt.Fprintf(os.Stderr, "olmv1-kind: cluster %q exists; deleting it first\n", name)
+		if err := k.run(ctx, "delete", "cluster", "--name", name); err != nil {
+			return err
+		}
+	}
+	cfg := filepath.Join(cacheDir, "kind", "kind-config.yaml")
+	if err := os.WriteFile(cfg, []byte(kindnode.KindConfig()), 0o644); err != nil {
+		return err
+	}
+	args := []string{"create", "cluster", "--name", name, "--image", ref, "--config", cfg, "--retain"}
+	if kubeconfig != "" {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
+	return k.run(ctx, args...)
+}
+
+// kindCLI runs the kind binary, through the docker shim when the engine refuses --privileged.
+type kindCLI struct {
+	bin string
+	env []string
+}
+
+func kind(ctx context.Context, cacheDir string) (*kindCLI, error) {
+	ref, err := kindnode.Build(ctx, cacheDir, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	kb, err := localcluster.CachedKindBinaries(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	k := &kindCLI{bin: kb.Kind, env: os.Environ()}
+	refused, why := kindnode.PrivilegedRefused(ctx, ref)
+	if !refused {
+		return k, nil
+	}
+	fmt.Fprintf(os.Stderr, "olmv1-kind: the Docker engine refuses --privileged (%s); kind runs through the docker shim, which starts nodes with every capability the engine's bounding set holds, no seccomp/AppArmor/masked paths and every device instead\n", firstLine(why))
+	real, err := exec.LookPath("docker")
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cacheDir, "kind", "shim")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	link := filepath.Join(dir, "docker")
+	_ = os.Remove(link)
+	if err := os.Symlink(self, link); err != nil {
+		return nil, err
+	}
+	k.env = append(k.env, realDockerEnv+"="+real, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return k, nil
+}
+
+func (k *kindCLI) run(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd.Env = k.env
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kind %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+func containsLine(s, want string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// firstLine is the engine's own error line of docker's output.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "Error response") || strings.Contains(l, "operation not permitted") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return strings.TrimSpace(strings.SplitN(s, "\n", 2)[0])
+}
