@@ -336,6 +336,12 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 			fmt.Fprintf(GinkgoWriter, "chart: %s pods on nodes %v\n", name, slices.Sorted(maps.Keys(nodes)))
 		}
 
+		if os.Getenv("E2E_CHART_REAL_CLUSTER") == "1" {
+			// Real pods: they hold the Leases themselves; the leader pod is killed instead of a process.
+			chartPodFailovers(ctx)
+			return
+		}
+
 		By("running two processes of each component as its Deployment configures them (lease " + haLeaseDuration.String() + " via extraArgs)")
 		replicas := map[string][]*chartProcess{}
 		DeferCleanup(func() {
@@ -535,6 +541,57 @@ func skipIfChartControllersWouldCompete(ctx context.Context, dc dynamic.Interfac
 		if len(l.Items) > 0 {
 			Skip(fmt.Sprintf("a %s left by another spec exists: a second set of controllers would reconcile it too (run with E2E_LABELS=chart)", gvr.Resource))
 		}
+	}
+}
+
+// chartPodFailovers is the failover check on a real cluster (E2E_CHART_REAL_CLUSTER=1), where the
+// chart's pods run: for each component, the pod holding the Lease (its identity starts with the pod's
+// name, the hostname) is deleted with no grace period (the kubelet SIGKILLs it), and a running pod of
+// the component other than it must hold the Lease within chartTakeoverBound.
+func chartPodFailovers(ctx context.Context) {
+	killed := map[string]string{}
+	holders := map[string]string{}
+	var killedAt time.Time
+	for _, name := range images.Names {
+		By(name + ": the pod that holds the Lease is SIGKILLed (deleted with no grace period)")
+		var leader string
+		Eventually(func(g Gomega) {
+			h := chartLeaseHolder(ctx, name)
+			g.Expect(h).NotTo(BeEmpty(), "the %s Lease has a holder", name)
+			pods, err := env.clientset.CoreV1().Pods(chartNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+			g.Expect(err).NotTo(HaveOccurred())
+			leader = ""
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && strings.HasPrefix(h, p.Name+"_") {
+					leader = p.Name
+				}
+			}
+			g.Expect(leader).NotTo(BeEmpty(), "holder %q is one of the %s pods", h, name)
+			holders[name] = h
+		}).WithContext(ctx).WithTimeout(haLeaseDuration + 30*time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+		killed[name] = leader
+	}
+	killedAt = time.Now()
+	for _, name := range images.Names {
+		Expect(env.clientset.CoreV1().Pods(chartNamespace).Delete(ctx, killed[name], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})).To(Succeed())
+	}
+	took := map[string]time.Duration{}
+	Eventually(func(g Gomega) {
+		for _, name := range images.Names {
+			if _, done := took[name]; done {
+				continue
+			}
+			if h := chartLeaseHolder(ctx, name); h != "" && h != holders[name] {
+				g.Expect(h).NotTo(HavePrefix(killed[name]+"_"), "%s: the killed pod holds the Lease again", name)
+				took[name] = time.Since(killedAt)
+				fmt.Fprintf(GinkgoWriter, "chart: %s pod failover %.2fs (pod %s SIGKILLed, new holder %s, lease %v)\n", name, took[name].Seconds(), killed[name], h, haLeaseDuration)
+			}
+		}
+		g.Expect(took).To(HaveLen(len(images.Names)), "Leases taken over so far: %v", took)
+	}).WithContext(ctx).WithTimeout(chartTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	for _, name := range images.Names {
+		AddReportEntry("chart "+name+" pod failover", took[name].String())
+		Expect(took[name]).To(BeNumerically("<=", chartTakeoverBound))
 	}
 }
 

@@ -6,8 +6,9 @@
 // exists, the flags given to the controllers are flags they have, and the chart command of kind mode
 // really renders the three Deployments that its k8s_resource calls name.
 //
-// What this does not check: Tilt's own behaviour (file watching, live updates, the UI), and the
-// kind-mode commands against a kind cluster (issue 30: no kind node image exists here yet).
+// TestTiltfileKindModeAgainstKind (kind_test.go) runs the kind-mode commands for real against the
+// kind cluster of `make kind-e2e`. What this does not check: Tilt's own behaviour (file watching, live
+// updates, the UI).
 package tiltfile
 
 import (

@@ -5,6 +5,7 @@
 //	olmv1-kind load [--name N] ARCHIVE...         kind load image-archive into the cluster
 //	olmv1-kind delete [--name N]                  delete the cluster
 //	olmv1-kind config                             print the kind configuration the image needs
+//	olmv1-kind shim-env                           print the environment that runs any kind command through the shim
 //
 // When the Docker engine refuses `docker run --privileged` (an engine whose bounding set lacks a
 // capability it asks for), kind runs through a docker shim (this binary, called as `docker`) that
@@ -32,7 +33,7 @@ const realDockerEnv = "OLMV1_REAL_DOCKER"
 
 func main() {
 	if filepath.Base(os.Args[0]) == "docker" {
-		os.Exit(shim(os.Args[1:]))
+		os.Exit(shimMain(os.Args[1:]))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -42,8 +43,8 @@ func main() {
 	}
 }
 
-// shim is the docker client kind calls: it rewrites --privileged and runs the real client.
-func shim(args []string) int {
+// shimMain is the docker client kind calls: it rewrites --privileged and runs the real client.
+func shimMain(args []string) int {
 	real := os.Getenv(realDockerEnv)
 	if real == "" {
 		fmt.Fprintln(os.Stderr, "olmv1-kind docker shim: "+realDockerEnv+" is not set")
@@ -108,6 +109,24 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		return k.run(ctx, "delete", "cluster", "--name", *name)
+	case "shim-env":
+		// For a kind CLI run by hand or by Tilt (`kind load` runs `docker exec --privileged`):
+		// eval "$(bin/olmv1-kind shim-env)" puts the shim first on PATH when the engine needs it.
+		env, err := shimEnv(ctx, *cacheDir)
+		if err != nil {
+			return err
+		}
+		if len(env) == 0 {
+			fmt.Println("# the Docker engine accepts --privileged: kind needs no shim")
+		}
+		for _, e := range env {
+			if dir, ok := strings.CutPrefix(e, "PATH="); ok {
+				// The shim's directory in front of the caller's own PATH.
+				e = "PATH=" + strings.SplitN(dir, string(os.PathListSeparator), 2)[0] + string(os.PathListSeparator) + "$PATH"
+			}
+			fmt.Printf("export %s\n", e)
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown command %q: want image, create, load, delete or config", args[0])
 }
@@ -159,6 +178,17 @@ func kind(ctx context.Context, cacheDir string) (*kindCLI, error) {
 		return k, nil
 	}
 	fmt.Fprintf(os.Stderr, "olmv1-kind: the Docker engine refuses --privileged (%s); kind runs through the docker shim, which starts nodes with every capability the engine's bounding set holds, no seccomp/AppArmor/masked paths and every device instead\n", firstLine(why))
+	env, err := shim(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	k.env = append(k.env, env...)
+	return k, nil
+}
+
+// shim links this binary as cacheDir/kind/shim/docker and returns the environment that puts it
+// first on PATH in front of the engine's client.
+func shim(cacheDir string) ([]string, error) {
 	real, err := exec.LookPath("docker")
 	if err != nil {
 		return nil, err
@@ -176,8 +206,20 @@ func kind(ctx context.Context, cacheDir string) (*kindCLI, error) {
 	if err := os.Symlink(self, link); err != nil {
 		return nil, err
 	}
-	k.env = append(k.env, realDockerEnv+"="+real, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return k, nil
+	return []string{realDockerEnv + "=" + real, "PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}, nil
+}
+
+// shimEnv is shim's environment when the engine refuses --privileged (probed with the node image),
+// and nothing otherwise.
+func shimEnv(ctx context.Context, cacheDir string) ([]string, error) {
+	ref, err := kindnode.Build(ctx, cacheDir, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	if refused, _ := kindnode.PrivilegedRefused(ctx, ref); !refused {
+		return nil, nil
+	}
+	return shim(cacheDir)
 }
 
 func (k *kindCLI) run(ctx context.Context, args ...string) error {
