@@ -8,7 +8,9 @@
 //     for the servers of the controllers.
 //   - step: the errors a reconcile step returns (which condition, which reason, terminal or not) and
 //     the controller result they give.
-//   - conditionevents: the events policy: one Event per condition transition, Warning while failing.
+//   - conditionevents: the events policy and the one recorder API (events.k8s.io/v1): one Event per
+//     condition transition, Warning while failing, and one-off Normal/Warning Events; no other code
+//     calls a recorder (TestNoEventCallsOutsideThePolicy).
 //   - paused: the Paused condition of every kind with spec.paused (SetCondition: one way to report it).
 //   - objmeta: the finalizer and owned labels a controller keeps on what it reconciles (Ensure).
 //   - yamlalias: the YAML alias-bomb guard of catalogs and bundles.

@@ -151,20 +151,21 @@ func TestDeploymentsAreHardened(t *testing.T) {
 					t.Errorf("%s: writable mount %v is not an emptyDir", name, m)
 				}
 			}
-			// Metrics are served with the component's serving certificate.
+			// Every TLS server (metrics; catalogd's content endpoint and CatalogMetadata API) serves the
+			// component's one certificate, mounted once, through --tls-cert-dir and no deprecated flag.
 			args := list(c, "args")
-			if !slices.Contains(args, any("--metrics-cert-dir=/etc/olmv1/tls")) || secretVolumes["tls"] != name+"-tls" {
-				t.Errorf("%s: metrics certificate not wired: args %v, volumes %v", name, args, secretVolumes)
+			if !slices.Contains(args, any("--tls-cert-dir=/etc/olmv1/tls")) || secretVolumes["tls"] != name+"-tls" || len(secretVolumes) != 1 {
+				t.Errorf("%s: serving certificate not wired once: args %v, volumes %v", name, args, secretVolumes)
 			}
-			if name == "catalogd" {
-				for _, want := range []string{"--tls-cert-file=/etc/olmv1/tls/tls.crt", "--metadata-cert-dir=/etc/olmv1/metadata-tls", "--metadata-apiservice=none"} {
-					if !slices.Contains(args, any(want)) {
-						t.Errorf("catalogd: args %v lack %s", args, want)
+			for _, a := range args {
+				for _, deprecated := range []string{"--metrics-cert-dir", "--tls-cert-file", "--tls-key-file", "--metadata-cert-dir"} {
+					if strings.HasPrefix(a.(string), deprecated+"=") {
+						t.Errorf("%s: deprecated flag %s", name, a)
 					}
 				}
-				if secretVolumes["metadata-tls"] != "catalogd-tls" {
-					t.Errorf("catalogd: metadata-tls volume %v", secretVolumes)
-				}
+			}
+			if name == "catalogd" && !slices.Contains(args, any("--metadata-apiservice=none")) {
+				t.Errorf("catalogd: args %v lack --metadata-apiservice=none", args)
 			}
 		}
 		ns := mustGet(t, objs, "Namespace//olmv1-system")

@@ -92,13 +92,16 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 
 		By("setting the suite's APIService " + apiServiceName + " aside while the chart owns that name")
 		apiServices := dc.Resource(apiServiceGVR)
-		saved, err := apiServices.Get(ctx, apiServiceName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			saved = nil
-		} else {
-			Expect(err).NotTo(HaveOccurred())
-			Expect(apiServices.Delete(ctx, apiServiceName, metav1.DeleteOptions{})).To(Succeed())
-		}
+		// The suite's catalogd registers it (--metadata-apiservice=local, catalogmetadata_test.go) once
+		// it runs: when this spec comes first, wait for that, or catalogd would create it after the
+		// delete below, under the chart's feet.
+		var saved *unstructured.Unstructured
+		Eventually(func() error {
+			var err error
+			saved, err = apiServices.Get(ctx, apiServiceName, metav1.GetOptions{})
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(Succeed(), "the suite's catalogd registers %s", apiServiceName)
+		Expect(apiServices.Delete(ctx, apiServiceName, metav1.DeleteOptions{})).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {
 			// Whatever happened, leave no release behind, then give the suite its APIService back.
 			if err := hc.Uninstall(chartRelease, 2*time.Minute); err != nil && !strings.Contains(err.Error(), "not found") {

@@ -1,6 +1,7 @@
 // Package boot holds what the three OLM v1 controller binaries share at start-up: the common flags
-// (kubeconfig, metrics, probes, leader election, log level), a manager whose metrics endpoint is served
-// over HTTPS behind Kubernetes authentication and authorization, and waiting for CRDs to be Established.
+// (kubeconfig, metrics, probes, leader election, log level, TLS profile), the one serving-certificate
+// loader of every TLS server (servingcert.go), a manager whose metrics endpoint is served over HTTPS
+// behind Kubernetes authentication and authorization, and waiting for CRDs to be Established.
 package boot
 
 import (
@@ -21,9 +22,17 @@ import (
 
 // Options are the flags every controller binary accepts.
 type Options struct {
-	Component               string
-	Kubeconfig              string
-	MetricsBindAddress      string
+	Component          string
+	Kubeconfig         string
+	MetricsBindAddress string
+	// CertDir (--tls-cert-dir) holds tls.crt and tls.key, the serving certificate of every TLS server
+	// of the component (servingcert.go); empty generates one in memory.
+	CertDir string
+	// ServingCertHosts are extra DNS names and IPs of a generated certificate (the component name,
+	// localhost and the loopback addresses are always in it).
+	ServingCertHosts []string
+	// MetricsCertDir (--metrics-cert-dir, deprecated) gives the metrics endpoint a certificate of its
+	// own instead of CertDir's.
 	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	LeaderElect             bool
@@ -38,6 +47,9 @@ type Options struct {
 	// TLS selects the TLS profile of the metrics endpoint and of the component's own TLS servers and
 	// clients (tlsprofile.go).
 	TLS TLSFlags
+
+	// cert is the component's serving certificate, once built (servingCert).
+	cert *ServingCert
 }
 
 // BindFlags registers the common flags on fs with defaults for component.
@@ -46,8 +58,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet, component string, defaultMetricsPo
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration or $KUBECONFIG")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", defaultMetricsPort),
 		"address of the HTTPS metrics endpoint (authenticated and authorized through the Kubernetes API); \"0\" disables it")
+	fs.StringVar(&o.CertDir, "tls-cert-dir", "",
+		"directory with tls.crt and tls.key (a kubernetes.io/tls Secret volume): the serving certificate of every TLS server of the component (metrics; catalogd's content endpoint and CatalogMetadata API), reloaded when it changes; empty generates a CA and a certificate in memory at start-up")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
-		"directory with tls.crt and tls.key for the metrics endpoint, reloaded when they change; empty generates a self-signed certificate")
+		"deprecated, use --tls-cert-dir: directory with tls.crt and tls.key for the metrics endpoint only")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", defaultProbePort),
 		"address of the /healthz and /readyz endpoints; \"0\" disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "enable leader election so that only one replica reconciles")
@@ -108,7 +122,7 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 // readiness probes, and optional leader election.
 // Each of customize may adjust the manager options (e.g. scope the cache) before it is created.
 func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize ...func(*ctrl.Options)) (ctrl.Manager, error) {
-	metrics, certs, err := o.metricsOptions()
+	metrics, own, err := o.metricsOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -131,17 +145,22 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 	for _, c := range customize {
 		c(&opts)
 	}
+	if _, err := o.servingCert(); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s manager: %w", o.Component, err)
 	}
-	if certs != nil {
-		// Reloads the metrics certificate on every replica, leader or not; a certificate that cannot
-		// be loaded makes the replica not ready, with the reason.
-		if err := mgr.Add(certs); err != nil {
+	// Every replica reloads its certificates, leader or not; a certificate that cannot be loaded makes
+	// the replica not ready, with the reason.
+	if o.cert != nil {
+		if err := AddServingCert(mgr, "serving-cert", o.cert); err != nil {
 			return nil, err
 		}
-		if err := mgr.AddReadyzCheck("metrics-cert", CertReady(certs, "metrics", o.MetricsCertDir)); err != nil {
+	}
+	if own != nil {
+		if err := AddServingCert(mgr, "metrics-cert", own); err != nil {
 			return nil, err
 		}
 	}
@@ -152,4 +171,13 @@ func (o *Options) NewManager(cfg *rest.Config, scheme *runtime.Scheme, customize
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// AddServingCert runs cert's reloading on every replica of mgr and adds its readiness check named
+// check (e.g. "serving-cert").
+func AddServingCert(mgr ctrl.Manager, check string, cert *ServingCert) error {
+	if err := mgr.Add(cert); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck(check, cert.Ready)
 }

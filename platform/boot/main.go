@@ -32,6 +32,15 @@ type Component struct {
 	// TLSProfile, when set, receives the profile the --tls-* flags select before Setup runs: the
 	// component applies it to its own TLS servers and outgoing clients (optional).
 	TLSProfile *TLSProfile
+	// ServingCert, when set, receives the component's serving certificate (--tls-cert-dir, or
+	// generated in memory; servingcert.go) before Setup runs: the metrics endpoint serves it, and the
+	// component's own TLS servers serve it too. The manager reloads it and checks it for readiness
+	// (/readyz check serving-cert); the component must not start it (optional).
+	ServingCert **ServingCert
+	// ServingCertHosts, when set, returns the DNS names and IPs a generated certificate is valid for
+	// besides the component name, localhost and the loopback addresses (e.g. Service names); it is
+	// called once the flags are parsed (optional).
+	ServingCertHosts func() []string
 }
 
 // Main parses args, waits for the component's CRDs and runs its manager until SIGTERM or SIGINT. It
@@ -58,7 +67,13 @@ func Main(c Component, args []string) int {
 	if c.TLSProfile != nil {
 		*c.TLSProfile = profile
 	}
+	if c.ServingCertHosts != nil {
+		o.ServingCertHosts = c.ServingCertHosts()
+	}
 	log := ctrl.Log.WithName(c.Name)
+	if o.MetricsCertDir != "" {
+		log.Info("--metrics-cert-dir is deprecated: use --tls-cert-dir, the certificate of every TLS server of the component")
+	}
 	log.Info("TLS profile of every server and outgoing client (the kube-apiserver client keeps client-go's)", "profile", profile.String())
 	if err := run(ctrl.SetupSignalHandler(), c, &o); err != nil {
 		log.Error(err, "exiting")
@@ -91,6 +106,10 @@ func run(ctx context.Context, c Component, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if c.ServingCert != nil {
+		*c.ServingCert = o.cert
+	}
+	log.Info("serving certificate", "source", o.cert.String())
 	if c.Setup != nil {
 		if err := c.Setup(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up %s: %w", c.Name, err)

@@ -1,14 +1,11 @@
 package boot
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"slices"
 	"strings"
@@ -16,26 +13,26 @@ import (
 	"time"
 
 	"github.com/olmv1/olmv1/platform/boot/boottest"
+	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // rsaServingCert is a self-signed RSA certificate for 127.0.0.1: the RSA key exchange suites of the
 // Old profile need an RSA key, so that refusing them is the profile's doing and not the key's.
 func rsaServingCert(t *testing.T) tls.Certificate {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := pki.NewRSAKey(2048)
 	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "rsa"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	pair, err := pki.Issue(pki.Request{
+		Subject:     pkix.Name{CommonName: "rsa"},
+		NotBefore:   time.Now().Add(-time.Hour),
+		NotAfter:    time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		Key:         key,
+	}, nil)
 	must(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return pair.TLSCertificate()
 }
 
 func ecServingCert(t *testing.T) tls.Certificate {

@@ -1,7 +1,16 @@
-// Package conditionevents is the events policy the three controllers share: one Event per condition
-// transition (a new condition, a changed status or reason, or a changed message while the condition
-// fails), Warning for failures and Normal otherwise, with a bounded message (Policy.Events,
-// Policy.Record).
+// Package conditionevents is the events policy the three controllers share, and the only code that
+// calls an event recorder:
+//
+//   - one Event per condition transition (a new condition, a changed status or reason, or a changed
+//     message while the condition fails), Warning for failures and Normal otherwise (Policy.Events,
+//     Policy.Record);
+//   - one Event for what happened outside the conditions (a finalizer step, a revision installed or
+//     rolled back, a certificate renewed, a dependency created): Normal and Warning.
+//
+// Events are events.k8s.io/v1 (Recorder, from the manager's GetEventRecorder): the reason, an
+// action (a condition's type, or the verb of what happened) and a note bounded to MaxMessageBytes.
+// The check test TestNoEventCallsOutsideThePolicy keeps every other package of catalogd, rukpak,
+// operator-controller and platform from calling a recorder itself.
 package conditionevents
 
 import (
@@ -11,18 +20,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
-// Event is one Event to record on the object whose conditions changed.
+// Recorder is the one event-recorder API of the controllers: events.k8s.io/v1, as
+// controller-runtime's manager.GetEventRecorder(name) returns it (name = the reporting controller).
+// Controllers hold one and hand it to Policy.Record, Normal and Warning; they never call it.
+type Recorder = events.EventRecorder
+
+// Event is one Event to record on the object whose conditions changed (Policy.Events), or on which
+// something happened (Normal, Warning).
 type Event struct {
 	// Type is Normal or Warning.
 	Type string
-	// Reason is the condition's reason.
+	// Reason is the condition's reason (or what happened).
 	Reason string
-	// Action is the condition's type (the events.k8s.io action).
+	// Action is the condition's type (or the verb of what happened): the events.k8s.io action.
 	Action string
-	// Message is "<Type>=<Status>: <message>", at most MaxMessageBytes long.
+	// Message is "<Type>=<Status>: <message>" (or the details of what happened), at most
+	// MaxMessageBytes long.
 	Message string
 }
 
@@ -83,14 +99,33 @@ func (p Policy) failing(c metav1.Condition) bool {
 	return true
 }
 
-// Record records the Events of before → after on obj with a core/v1 recorder (nil: nothing).
-func (p Policy) Record(rec record.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
-	if rec == nil {
+// Record records the Events of before → after on obj (nil recorder: nothing).
+func (p Policy) Record(rec Recorder, obj runtime.Object, before, after []metav1.Condition) {
+	for _, e := range p.Events(before, after) {
+		emit(rec, obj, e)
+	}
+}
+
+// Normal records one Normal Event on obj for something that happened and is no condition
+// transition (a condition's change is Policy.Record's): reason says what happened
+// ("ContentDeleted", "Installed"), action is its verb ("Delete", "Install"; events.k8s.io requires
+// one) and message the details, cut to MaxMessageBytes. Nil recorder or object: nothing.
+func Normal(rec Recorder, obj runtime.Object, reason, action, message string) {
+	emit(rec, obj, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Message: message})
+}
+
+// Warning is Normal for something that went wrong and that no condition reports (an uninstall
+// that failed while the object is being deleted, a revision rolled back, a corrupt CA Secret).
+func Warning(rec Recorder, obj runtime.Object, reason, action, message string) {
+	emit(rec, obj, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: message})
+}
+
+// emit is the one recorder call: e's message goes out as the note verbatim (never as a format).
+func emit(rec Recorder, obj runtime.Object, e Event) {
+	if rec == nil || obj == nil {
 		return
 	}
-	for _, e := range p.Events(before, after) {
-		rec.Event(obj, e.Type, e.Reason, e.Message)
-	}
+	rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", truncate(e.Message, MaxMessageBytes))
 }
 
 func contains(list []string, s string) bool {

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestEventsOnTransitions(t *testing.T) {
@@ -56,12 +57,45 @@ func TestEventMessagesAreBounded(t *testing.T) {
 }
 
 func TestRecord(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	Policy{}.Record(rec, nil, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")})
-	if got := <-rec.Events; got != "Warning InstallFailed Installed=False: x" {
-		t.Fatalf("recorded %q", got)
+	rec := &recorder{}
+	obj := &corev1.ConfigMap{}
+	Policy{}.Record(rec, obj, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")})
+	want := []recorded{{obj, "Warning", "InstallFailed", "Installed", "Installed=False: x"}}
+	if fmt.Sprint(rec.got) != fmt.Sprint(want) {
+		t.Fatalf("recorded %v, want %v", rec.got, want)
 	}
-	Policy{}.Record(nil, nil, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")}) // nil recorder: no panic
+	Policy{}.Record(nil, obj, nil, []metav1.Condition{cond("Installed", metav1.ConditionFalse, "InstallFailed", "x")}) // nil recorder: no panic
+}
+
+func TestNormalAndWarning(t *testing.T) {
+	rec := &recorder{}
+	obj := &corev1.Secret{}
+	Normal(rec, obj, "ServingCertificateRenewed", "Renew", "renewed (10% of its validity left)")
+	Warning(rec, obj, "UninstallFailed", "Uninstall", strings.Repeat("x", 2*MaxMessageBytes))
+	Normal(rec, nil, "Ignored", "Ignore", "no object: nothing")
+	Warning(nil, obj, "Ignored", "Ignore", "no recorder: nothing")
+	if len(rec.got) != 2 {
+		t.Fatalf("want 2 events, got %v", rec.got)
+	}
+	if got, want := rec.got[0], (recorded{obj, "Normal", "ServingCertificateRenewed", "Renew", "renewed (10% of its validity left)"}); got != want {
+		t.Errorf("Normal recorded %v, want %v (the message verbatim, not as a format)", got, want)
+	}
+	w := rec.got[1]
+	if w.typ != "Warning" || w.reason != "UninstallFailed" || w.action != "Uninstall" || len(w.note) > MaxMessageBytes || !strings.HasSuffix(w.note, "…") {
+		t.Errorf("Warning recorded %s %s %s with a %d-byte note, want a Warning cut to %d bytes", w.typ, w.reason, w.action, len(w.note), MaxMessageBytes)
+	}
+}
+
+// recorder is a Recorder that keeps what it was given.
+type recorder struct{ got []recorded }
+
+type recorded struct {
+	obj                       runtime.Object
+	typ, reason, action, note string
+}
+
+func (r *recorder) Eventf(regarding, _ runtime.Object, typ, reason, action, note string, args ...any) {
+	r.got = append(r.got, recorded{regarding, typ, reason, action, fmt.Sprintf(note, args...)})
 }
 
 func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {

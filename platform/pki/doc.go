@@ -10,9 +10,10 @@
 //
 // Its users: the registry+v1 webhook CA and serving certificates (rukpak/internal/provisioner/certs),
 // the platform certificates rukpak renews in the chart's selfSigned mode (rukpak/internal/platformcerts),
-// catalogd's development HTTPS certificate, the local control plane's certificates and
+// the serving certificate every controller generates when none is mounted (platform/boot ServingCert), the local control plane's certificates and
 // service-account keys (e2e/localcluster), and tests (rukpak/pkg/boot/boottest, e2e).
 //
 // Key algorithms stay the caller's choice and are part of what each user stores: GenerateCA makes an
-// Ed25519 CA; Issue makes a P-256 ECDSA key unless the request carries one.
+// Ed25519 CA; Issue makes a P-256 ECDSA key unless the request carries one
+// (NewRSAKey makes an RSA one).
 package pki

@@ -6,9 +6,11 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"time"
@@ -125,6 +127,15 @@ func Issue(req Request, parent *KeyPair) (*KeyPair, error) {
 		return nil, err
 	}
 	return &KeyPair{Cert: cert, Key: key}, nil
+}
+
+// NewRSAKey returns a new RSA key of bits bits (at least 2048), for a Request whose certificate must
+// be RSA, e.g. to negotiate the TLS_RSA_* and TLS_ECDHE_RSA_* suites.
+func NewRSAKey(bits int) (crypto.Signer, error) {
+	if bits < 2048 {
+		return nil, fmt.Errorf("an RSA key of %d bits is too short: use at least 2048", bits)
+	}
+	return rsa.GenerateKey(rand.Reader, bits)
 }
 
 // RandomSerial returns a random 127-bit certificate serial number.

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -31,13 +32,16 @@ type flags struct {
 	namespace       string
 	httpBindAddress string
 	httpExternalURL string
-	tlsCertFile     string
-	tlsKeyFile      string
-	httpInsecure    bool
+	// tlsCertFile and tlsKeyFile are the deprecated --tls-cert-file/--tls-key-file of the content
+	// endpoint (the component's --tls-cert-dir replaces them).
+	tlsCertFile  string
+	tlsKeyFile   string
+	httpInsecure bool
 
 	metadataBindAddress string
-	metadataCertDir     string
-	metadataAPIService  string
+	// metadataCertDir is the deprecated --metadata-cert-dir (the component's --tls-cert-dir replaces it).
+	metadataCertDir    string
+	metadataAPIService string
 
 	maxConcurrentUnpacks int
 
@@ -45,6 +49,9 @@ type flags struct {
 	mirrors mirrors.Flags
 	// tls is the --tls-profile of the content endpoint, the CatalogMetadata API and source pulls.
 	tls boot.TLSProfile
+	// cert is the --tls-cert-dir serving certificate of the metrics endpoint, the content endpoint and
+	// the CatalogMetadata API (boot reloads it).
+	cert *boot.ServingCert
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -58,14 +65,14 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"address of the content endpoint (/catalogs/<name>/all.json and /catalogs/<name>/api/v1/metas)")
 	fs.StringVar(&f.httpExternalURL, "http-external-url", "",
 		"base URL clients reach the content endpoint at, used in status.contentURL; default <scheme>://<http-bind-address>")
-	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "PEM certificate of the content endpoint (reloaded when it changes)")
-	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "PEM private key of the content endpoint")
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "deprecated, use --tls-cert-dir: PEM certificate of the content endpoint only")
+	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "deprecated, use --tls-cert-dir: PEM private key of the content endpoint only")
 	fs.BoolVar(&f.httpInsecure, "http-insecure", false,
-		"serve the content endpoint over plain HTTP; without it, HTTPS with --tls-cert-file/--tls-key-file or a generated self-signed certificate")
+		"serve the content endpoint over plain HTTP; without it, HTTPS with the --tls-cert-dir certificate")
 	fs.StringVar(&f.metadataBindAddress, "metadata-bind-address", "127.0.0.1:7444",
 		"HTTPS address of the CatalogMetadata aggregated API (metadata.catalogd.operatorframework.io); \":PORT\" listens on every IPv4 interface, \"0\" disables it")
-	fs.StringVar(&f.metadataCertDir, "metadata-cert-dir", filepath.Join(os.TempDir(), "catalogd", "metadata-certs"),
-		"directory with apiserver.crt and apiserver.key for the CatalogMetadata API; a self-signed pair is generated there when absent")
+	fs.StringVar(&f.metadataCertDir, "metadata-cert-dir", "",
+		"deprecated, use --tls-cert-dir: directory with tls.crt and tls.key (or apiserver.crt and apiserver.key) for the CatalogMetadata API only; when it holds neither, a certificate is generated in memory")
 	fs.StringVar(&f.metadataAPIService, "metadata-apiservice", "none",
 		"register the CatalogMetadata APIService: \"local\" (an ExternalName Service pointing at localhost, for a control plane on this machine), \"service:<namespace>/<name>[:port]\" (an in-cluster Service), or \"none\"")
 	fs.IntVar(&f.maxConcurrentUnpacks, "max-concurrent-unpacks", 0,
@@ -107,10 +114,59 @@ func (f *flags) setupMetadataAPI(mgr ctrl.Manager, store *storage.Store) error {
 	}
 	return metadataapi.AddToManager(mgr, store, metadataapi.ServerOptions{
 		BindAddress: bindAddress,
+		Cert:        f.metadataCert(),
 		CertDir:     f.metadataCertDir,
-		ExtraSANs:   []string{"catalogd-metadata." + f.namespace + ".svc", "catalogd." + f.namespace + ".svc"},
+		ExtraSANs:   f.serviceNames(),
 		TLS:         f.tls,
 	}, reg)
+}
+
+// metadataCert is the CatalogMetadata API's certificate: the component's, unless the deprecated
+// --metadata-cert-dir gives it one of its own (nil: the server loads the directory).
+func (f *flags) metadataCert() *boot.ServingCert {
+	if f.metadataCertDir != "" {
+		return nil
+	}
+	return f.cert
+}
+
+// serviceNames are the Service names a generated certificate is valid for: the chart's Service and
+// the ExternalName Service of --metadata-apiservice=local (kube-apiserver verifies the aggregated API
+// server as <service>.<namespace>.svc).
+func (f *flags) serviceNames() []string {
+	return []string{"catalogd." + f.namespace + ".svc", "catalogd-metadata." + f.namespace + ".svc"}
+}
+
+// servingCertHosts are the names and addresses of catalogd's generated certificate.
+func (f *flags) servingCertHosts() []string {
+	hosts := f.serviceNames()
+	if host, _, err := net.SplitHostPort(f.httpBindAddress); err == nil && host != "" {
+		hosts = append(hosts, host)
+	}
+	return hosts
+}
+
+// contentCert is the content endpoint's certificate: the component's, or with the deprecated
+// --tls-cert-file/--tls-key-file a loader of its own that mgr reloads and checks (/readyz
+// content-cert).
+func (f *flags) contentCert(mgr ctrl.Manager) (*boot.ServingCert, error) {
+	if f.tlsCertFile == "" && f.tlsKeyFile == "" {
+		return f.cert, nil
+	}
+	switch {
+	case f.tlsCertFile == "" || f.tlsKeyFile == "":
+		return nil, errors.New("--tls-cert-file and --tls-key-file must be given together (both are deprecated: use --tls-cert-dir)")
+	case f.httpInsecure:
+		return nil, errors.New("--http-insecure cannot be combined with --tls-cert-file/--tls-key-file")
+	}
+	ctrl.Log.WithName("catalogd").Info("--tls-cert-file and --tls-key-file are deprecated: use --tls-cert-dir, the certificate of every TLS server of catalogd")
+	cert, err := boot.NewServingCert(boot.ServingCertOptions{
+		What: "content endpoint", Flag: "--tls-cert-file/--tls-key-file", CertFile: f.tlsCertFile, KeyFile: f.tlsKeyFile,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cert, boot.AddServingCert(mgr, "content-cert", cert)
 }
 
 // defaultGCPercent is catalogd's GOGC unless the environment sets one. catalogd's live heap is small
@@ -133,6 +189,8 @@ func main() {
 		BindFlags:          f.bind,
 		Setup:              f.setup,
 		TLSProfile:         &f.tls,
+		ServingCert:        &f.cert,
+		ServingCertHosts:   f.servingCertHosts,
 	}, os.Args[1:]))
 }
 
@@ -149,26 +207,23 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	for _, d := range store.Dropped {
 		ctrl.Log.WithName("catalogd").Error(nil, "damaged stored content removed; the catalog is unpacked again", "content", d)
 	}
+	contentCert, err := f.contentCert(mgr)
+	if err != nil {
+		return err
+	}
 	srv := &serve.Server{
 		Addr:     f.httpBindAddress,
-		CertFile: f.tlsCertFile,
-		KeyFile:  f.tlsKeyFile,
+		Cert:     contentCert,
 		Insecure: f.httpInsecure,
 		TLS:      f.tls,
 		Handler:  &serve.Handler{Store: store},
 		Log:      ctrl.Log.WithName("catalogd").WithName("content"),
-	}
-	if err := srv.Validate(); err != nil {
-		return err
 	}
 	base := f.httpExternalURL
 	if base == "" {
 		base = fmt.Sprintf("%s://%s", srv.Scheme(), f.httpBindAddress)
 	}
 	if err := mgr.Add(srv); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("content-cert", srv.CertReady); err != nil {
 		return err
 	}
 	if err := f.setupMetadataAPI(mgr, store); err != nil {

@@ -6,13 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/olmv1/olmv1/catalogd/internal/metadataapi"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
+	"github.com/olmv1/olmv1/catalogd/internal/storage"
+	"github.com/olmv1/olmv1/platform/boot"
 	"github.com/olmv1/olmv1/platform/boot/boottest"
 )
 
@@ -37,52 +41,73 @@ func servedCN(t *testing.T, addr string) string {
 	return cn
 }
 
-// The content endpoint is started with the chart's flags (--tls-cert-file/--tls-key-file in a Secret
-// volume) and serves a rotated certificate without a restart.
-func TestContentEndpointReloadsRotatedCertificate(t *testing.T) {
+// The content endpoint and the CatalogMetadata API serve the one --tls-cert-dir certificate (a Secret
+// volume) and both serve a rotated certificate without a restart; a broken rotation makes the shared
+// certificate not ready while the last good one is still served by both.
+func TestServersShareTheRotatedCertificate(t *testing.T) {
 	dir := t.TempDir()
 	rotateSecretVolume(t, dir, "first")
-	srv := &serve.Server{
-		Addr:     "127.0.0.1:0",
-		CertFile: filepath.Join(dir, "tls.crt"),
-		KeyFile:  filepath.Join(dir, "tls.key"),
-		Handler:  http.NotFoundHandler(),
-		Log:      logr.Discard(),
-	}
-	addr, err := srv.Listen()
+	crt, key := boot.CertDirFiles(dir)
+	cert, err := boot.NewServingCert(boot.ServingCertOptions{What: "catalogd", Flag: "--tls-cert-dir", CertFile: crt, KeyFile: key, ReloadInterval: 100 * time.Millisecond})
 	check(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
+	var running sync.WaitGroup
+	start := func(r interface{ Start(context.Context) error }) {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			if err := r.Start(ctx); err != nil {
+				t.Errorf("%T: %v", r, err)
+			}
+		}()
+	}
+	start(cert) // boot's manager does this in catalogd
+
+	content := &serve.Server{Addr: "127.0.0.1:0", Cert: cert, Handler: http.NotFoundHandler(), Log: logr.Discard()}
+	contentAddr, err := content.Listen()
+	check(t, err)
+	start(content)
+	store, err := storage.New(t.TempDir())
+	check(t, err)
+	hub, err := metadataapi.NewHub(metadataapi.StoreReader{Store: store})
+	check(t, err)
+	metadata, err := metadataapi.NewServer(metadataapi.ServerOptions{BindAddress: "127.0.0.1:0", Cert: cert, Log: logr.Discard()}, hub)
+	check(t, err)
+	start(metadata)
+	addrs := map[string]string{"content": contentAddr.String(), "metadata": metadata.Addr().String()}
 
 	var got string
-	served := func(want string) func(context.Context) (bool, error) {
+	served := func(addr, want string) func(context.Context) (bool, error) {
 		return func(context.Context) (bool, error) {
-			got = servedCN(t, addr.String())
+			got = servedCN(t, addr)
 			return got == want, nil
 		}
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, served("first")); err != nil {
-		t.Fatalf("serving %q, want first: %v", got, err)
+	for name, addr := range addrs {
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, served(addr, "first")); err != nil {
+			t.Fatalf("%s: serving %q, want first: %v", name, got, err)
+		}
 	}
 	rotateSecretVolume(t, dir, "second")
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, served("second")); err != nil {
-		t.Fatalf("after rotation still serving %q: %v", got, err)
+	for name, addr := range addrs {
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, served(addr, "second")); err != nil {
+			t.Fatalf("%s: after rotation still serving %q: %v", name, got, err)
+		}
 	}
-	if err := srv.CertReady(nil); err != nil {
-		t.Fatalf("readiness with a good certificate: %v", err)
-	}
+	check(t, cert.Ready(nil))
 	// A rotation that writes a broken key: not ready, with the reason; the last good one is served.
 	check(t, os.WriteFile(filepath.Join(dir, "tls.key"), []byte("broken"), 0o600))
-	if err := srv.CertReady(nil); err == nil || !strings.Contains(err.Error(), "cannot be loaded (still serving the previous one)") {
+	if err := cert.Ready(nil); err == nil || !strings.Contains(err.Error(), "cannot be loaded (still serving the previous one)") {
 		t.Fatalf("readiness with a broken key: %v", err)
 	}
-	if got := servedCN(t, addr.String()); got != "second" {
-		t.Fatalf("after a broken rotation serving %q, want the previous certificate", got)
+	for name, addr := range addrs {
+		if got := servedCN(t, addr); got != "second" {
+			t.Fatalf("%s: after a broken rotation serving %q, want the previous certificate", name, got)
+		}
 	}
 	cancel()
-	check(t, <-done)
+	running.Wait()
 }
 
 func TestMetadataListenAddress(t *testing.T) {

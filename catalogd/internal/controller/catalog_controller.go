@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,8 +43,9 @@ type CatalogReconciler struct {
 	// ContentBaseURL is the scheme and address of the content endpoint, e.g. https://127.0.0.1:7082;
 	// status.contentURL is ContentBaseURL + /catalogs/<name>/all.json.
 	ContentBaseURL string
-	// Recorder emits an Event on every condition change (optional).
-	Recorder events.EventRecorder
+	// Recorder, when set, records Events on Catalogs through conditionevents: one per condition
+	// change (eventPolicy) and ContentDeleted when the finalizer removed the content.
+	Recorder conditionevents.Recorder
 	// Now is the clock (optional, for tests).
 	Now func() time.Time
 	// MaxConcurrentUnpacks is how many Catalogs are reconciled (unpacked, parsed, stored) at once;
@@ -193,9 +192,7 @@ func (r *CatalogReconciler) finalize(ctx context.Context, cat *catalogdv1alpha1.
 	if err := r.Loader.Remove(ctx, cat.Name, nil); err != nil {
 		return err
 	}
-	if r.Recorder != nil {
-		r.Recorder.Eventf(cat, nil, corev1.EventTypeNormal, "ContentDeleted", "Delete", "removed the stored content of the catalog")
-	}
+	conditionevents.Normal(r.Recorder, cat, "ContentDeleted", "Delete", "removed the stored content of the catalog")
 	patch := client.MergeFrom(cat.DeepCopy())
 	controllerutil.RemoveFinalizer(cat, Finalizer)
 	if err := r.Client.Patch(ctx, cat, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -220,11 +217,6 @@ func (r *CatalogReconciler) patchStatus(ctx context.Context, before, after *cata
 	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("updating the status of catalog %q: %w", after.Name, err)
 	}
-	if r.Recorder == nil {
-		return nil
-	}
-	for _, e := range eventPolicy.Events(before.Status.Conditions, after.Status.Conditions) {
-		r.Recorder.Eventf(after, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
-	}
+	eventPolicy.Record(r.Recorder, after, before.Status.Conditions, after.Status.Conditions)
 	return nil
 }

@@ -3,13 +3,9 @@ package metadataapi
 import (
 	"bufio"
 	"compress/gzip"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
-	"github.com/olmv1/olmv1/platform/pki"
 )
 
 // send sends method path with the headers (name, value pairs) and returns the answer and its body.
@@ -247,40 +242,6 @@ func TestHTTPWatchForms(t *testing.T) {
 				tc.check(t, ev)
 			}
 		})
-	}
-}
-
-// TestEnsureServingCert: without a pair, one is generated for localhost, 127.0.0.1 and the extra
-// names, its certificate file ending with the CA that signs it; an existing pair is kept.
-func TestEnsureServingCert(t *testing.T) {
-	dir := t.TempDir()
-	crt, key := filepath.Join(dir, "certs", "apiserver.crt"), filepath.Join(dir, "certs", "apiserver.key")
-	if err := ensureServingCert(crt, key, []string{"catalogd-metadata.olmv1-system.svc"}); err != nil {
-		t.Fatal(err)
-	}
-	pemCrt, err := os.ReadFile(crt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tls.LoadX509KeyPair(crt, key); err != nil {
-		t.Fatalf("the pair does not load: %v", err)
-	}
-	certs := pki.ParseCerts(pemCrt)
-	if len(certs) != 2 || !certs[1].IsCA {
-		t.Fatalf("want the certificate and its CA, got %d certificates", len(certs))
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(certs[1])
-	for _, host := range []string{"localhost", "127.0.0.1", "catalogd-metadata.olmv1-system.svc"} {
-		if _, err := certs[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots}); err != nil {
-			t.Errorf("%s: %v", host, err)
-		}
-	}
-	if err := ensureServingCert(crt, key, nil); err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := os.ReadFile(crt); string(again) != string(pemCrt) {
-		t.Errorf("an existing pair was replaced")
 	}
 }
 

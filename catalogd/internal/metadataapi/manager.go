@@ -30,6 +30,15 @@ func AddToManager(mgr ctrl.Manager, store *storage.Store, o ServerOptions, reg R
 	if err != nil {
 		return err
 	}
+	log.Info("serving certificate", "source", srv.cert.String())
+	if srv.ownCert {
+		// The deprecated --metadata-cert-dir: the server reloads its own certificate; a reload that
+		// cannot be loaded makes the replica not ready, with the reason.
+		log.Info("--metadata-cert-dir is deprecated: use --tls-cert-dir, the certificate of every TLS server of catalogd")
+		if err := mgr.AddReadyzCheck("metadata-cert", srv.cert.Ready); err != nil {
+			return err
+		}
+	}
 	runnables := []manager.Runnable{
 		srv,
 		manager.RunnableFunc(func(ctx context.Context) error {

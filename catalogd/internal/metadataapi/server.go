@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 	"github.com/olmv1/olmv1/platform/boot"
@@ -24,15 +21,18 @@ import (
 type ServerOptions struct {
 	// BindAddress is host:port to serve HTTPS on, e.g. 127.0.0.1:7444.
 	BindAddress string
-	// CertDir holds apiserver.crt and apiserver.key; when they are missing a self-signed pair is
-	// generated there (apiserver.crt then holds the certificate and its CA, which is what the
-	// APIService's caBundle must hold). The files are re-read when they change.
+	// Cert is the serving certificate (platform/boot's loader: watched files, or generated in
+	// memory), shared with the component's other servers and started by its manager.
+	Cert *boot.ServingCert
+	// CertDir, when Cert is nil, is the deprecated --metadata-cert-dir: tls.crt and tls.key (or
+	// apiserver.crt and apiserver.key) there are served and reloaded; when it holds neither pair, a
+	// certificate is generated in memory (servingcert.go). The server starts that loader itself.
 	CertDir string
 	// Config reaches kube-apiserver for delegated authentication (TokenReview, the client and
 	// request-header CAs in kube-system/extension-apiserver-authentication) and authorization
 	// (SubjectAccessReview). nil serves without authentication and authorization (tests only).
 	Config *rest.Config
-	// ExtraSANs are additional DNS names for a generated serving certificate (e.g. the Service's).
+	// ExtraSANs are additional DNS names of a certificate generated for CertDir (e.g. the Service's).
 	ExtraSANs []string
 	// Log receives the server's own messages.
 	Log logr.Logger
@@ -46,10 +46,12 @@ type ServerOptions struct {
 type Server struct {
 	listener net.Listener
 	srv      *http.Server
-	certs    *certwatcher.CertWatcher
-	guard    *guard
-	log      logr.Logger
-	// CABundle is the PEM the APIService must trust.
+	cert     *boot.ServingCert
+	// ownCert: the server started from CertDir and starts its certificate's reloading itself.
+	ownCert bool
+	guard   *guard
+	log     logr.Logger
+	// CABundle is the PEM the APIService must trust: the generated CA, or the certificate file.
 	CABundle []byte
 }
 
@@ -63,23 +65,18 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
 		return nil, fmt.Errorf("--metadata-bind-address %q: %w", o.BindAddress, err)
 	}
-	crt, key := filepath.Join(o.CertDir, "apiserver.crt"), filepath.Join(o.CertDir, "apiserver.key")
-	if err := ensureServingCert(crt, key, o.ExtraSANs); err != nil {
-		return nil, fmt.Errorf("the metadata API serving certificate in %s: %w", o.CertDir, err)
+	s := &Server{cert: o.Cert, log: o.Log}
+	if s.cert == nil {
+		if s.cert, err = certFromDir(o.CertDir, o.ExtraSANs); err != nil {
+			return nil, err
+		}
+		s.ownCert = true
 	}
-	ca, err := os.ReadFile(crt)
-	if err != nil {
-		return nil, fmt.Errorf("reading the serving certificate for the caBundle: %w", err)
-	}
-	certs, err := certwatcher.New(crt, key)
-	if err != nil {
-		return nil, fmt.Errorf("loading the metadata API serving certificate from %s: %w", o.CertDir, err)
-	}
+	s.CABundle = s.cert.CABundle()
 	docs, err := newOpenAPIDocs()
 	if err != nil {
 		return nil, fmt.Errorf("building the OpenAPI documents: %w", err)
 	}
-	s := &Server{certs: certs.WithWatchInterval(10 * time.Second), log: o.Log, CABundle: ca}
 	var authorize authorizeFunc
 	if o.Config != nil {
 		if s.guard, err = newGuard(o.Config); err != nil {
@@ -87,8 +84,7 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 		}
 		authorize = s.guard.authorize
 	}
-	tlsConfig := o.TLS.ServerConfig()
-	tlsConfig.GetCertificate = s.certs.GetCertificate
+	tlsConfig := s.cert.ServerConfig(o.TLS)
 	// Every client certificate is verified by the authenticator, against the CAs it reloads.
 	tlsConfig.ClientAuth = tls.RequestClientCert
 	s.srv = &http.Server{
@@ -104,6 +100,9 @@ func NewServer(o ServerOptions, hub *Hub) (*Server, error) {
 	return s, nil
 }
 
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
 // apiScheme is the scheme of the CatalogMetadata API: its kinds and field label conversion.
 func apiScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
@@ -116,11 +115,13 @@ func apiScheme() (*runtime.Scheme, error) {
 // Start serves until ctx ends; it implements controller-runtime's manager.Runnable. Open watches
 // end with ctx, then the server shuts down.
 func (s *Server) Start(ctx context.Context) error {
-	go func() {
-		if err := s.certs.Start(ctx); err != nil {
-			s.log.Error(err, "watching the metadata API serving certificate")
-		}
-	}()
+	if s.ownCert {
+		go func() {
+			if err := s.cert.Start(ctx); err != nil {
+				s.log.Error(err, "reloading the metadata API serving certificate failed; changes are not picked up")
+			}
+		}()
+	}
 	if s.guard != nil {
 		if err := s.guard.start(ctx, s.log); err != nil {
 			_ = s.listener.Close()

@@ -3,81 +3,47 @@ package metadataapi
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/olmv1/olmv1/platform/pki"
+	"github.com/olmv1/olmv1/platform/boot"
 )
 
-// servingCertValidity is how long a generated serving certificate (and its CA) is valid. catalogd
-// generates one only when --metadata-cert-dir holds none; a deployment mounts its own (the Helm
-// chart's Secret), which is re-read when it changes.
-const servingCertValidity = 365 * 24 * time.Hour
+// certDirPairs are the file names a deprecated --metadata-cert-dir may hold: a kubernetes.io/tls
+// Secret's, then the aggregated API server convention the chart used to mount.
+var certDirPairs = [][2]string{{"tls.crt", "tls.key"}, {"apiserver.crt", "apiserver.key"}}
 
-// ensureServingCert keeps crt and key when both exist; otherwise it writes a new pair: a CA and a
-// serving certificate it signs for localhost, 127.0.0.1 and sans. crt holds the certificate followed
-// by the CA, so that the file is both the chain served and the APIService's caBundle.
-func ensureServingCert(crt, key string, sans []string) error {
-	_, errCrt := os.Stat(crt)
-	_, errKey := os.Stat(key)
-	if errCrt == nil && errKey == nil {
-		return nil
-	}
-	for _, err := range []error{errCrt, errKey} {
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	now := time.Now().Add(-time.Minute)
-	ca, err := pki.Issue(pki.CARequest(fmt.Sprintf("catalogd-metadata-ca@%d", now.Unix()), now, now.Add(servingCertValidity)), nil)
+// certFromDir is the loader for a deprecated --metadata-cert-dir: its tls.crt/tls.key (or
+// apiserver.crt/apiserver.key), watched; when it holds neither pair, the same generated fallback as
+// every other server (nothing is written to the directory any more).
+func certFromDir(dir string, sans []string) (*boot.ServingCert, error) {
+	crt, key, err := findCertFiles(dir)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("--metadata-cert-dir: %w", err)
 	}
-	req := pki.ServingRequest(append([]string{"localhost"}, sans...), now, now.Add(servingCertValidity))
-	req.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	leaf, err := pki.Issue(req, ca)
-	if err != nil {
-		return err
-	}
-	keyPEM, err := pki.EncodePKCS8Key(leaf.Key)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(crt), 0o700); err != nil {
-		return err
-	}
-	// The key first: a crash between the two writes leaves no certificate, so the next start
-	// generates a new pair instead of pairing a certificate with a key that is not its own.
-	if err := writeFileAtomic(key, keyPEM, 0o600); err != nil {
-		return err
-	}
-	return writeFileAtomic(crt, append(pki.EncodeCert(leaf.Cert), pki.EncodeCert(ca.Cert)...), 0o644)
+	return boot.NewServingCert(boot.ServingCertOptions{
+		What: "CatalogMetadata API", Flag: "--metadata-cert-dir", CertFile: crt, KeyFile: key, Hosts: sans,
+	})
 }
 
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
+// findCertFiles returns the first pair of certDirPairs whose two files exist in dir, or empty names
+// when dir (or the directory itself) holds none. Half a pair is an error.
+func findCertFiles(dir string) (crt, key string, err error) {
+	if dir == "" {
+		return "", "", nil
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	for _, p := range certDirPairs {
+		crt, key := filepath.Join(dir, p[0]), filepath.Join(dir, p[1])
+		_, errCrt := os.Stat(crt)
+		_, errKey := os.Stat(key)
+		switch {
+		case errCrt == nil && errKey == nil:
+			return crt, key, nil
+		case errCrt == nil || errKey == nil:
+			return "", "", fmt.Errorf("%s holds only one of %s and %s: mount both, or neither for a generated certificate", dir, p[0], p[1])
+		case !errors.Is(errCrt, os.ErrNotExist) || !errors.Is(errKey, os.ErrNotExist):
+			return "", "", errors.Join(errCrt, errKey)
+		}
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return "", "", nil
 }

@@ -2,6 +2,7 @@ package metadataapi
 
 import (
 	"context"
+
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/api/meta"

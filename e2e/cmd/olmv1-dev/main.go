@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/olmv1/olmv1/e2e/bundletest"
 	"github.com/olmv1/olmv1/e2e/localcluster"
 )
 
@@ -32,6 +33,8 @@ Commands:
   run       build, start the control plane, the registry and the three controllers, install the CRDs,
             print what to try with kubectl, and stop everything on Ctrl-C
             (--real-nodes 1: a real kubelet node and OLM v1 as pods from its Helm chart; root)
+  bundle-test  test a bundle's install modes, alm-examples, uninstall and upgrade on a throw-away
+            local control plane (DIR|IMAGE [--upgrade-from DIR|IMAGE | --catalog IMAGE] [--junit FILE])
 
 Flags common to the cluster commands:
   --cache-dir DIR  where binaries are cached (default $OLMV1_CACHE_DIR or ~/.cache/olmv1)
@@ -69,6 +72,8 @@ func main() {
 		err = runCmd(ctx, args)
 	case "forward":
 		err = forwardCmd(ctx, args)
+	case "bundle-test":
+		err = bundletest.Main(ctx, args, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}

@@ -69,7 +69,7 @@ func main() {
 				APIReader: direct,
 				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}, ReadWhole: readWhole},
 				Metrics:   controller.NewMetrics(crmetrics.Registry),
-				Recorder:  mgr.GetEventRecorderFor("operator-controller"),
+				Recorder:  mgr.GetEventRecorder("operator-controller"),
 
 				MaxConcurrentReconciles: workers,
 			}).SetupWithManager(mgr)

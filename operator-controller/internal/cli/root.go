@@ -106,6 +106,7 @@ container engine (registry credentials come from the docker config file).`,
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
 	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o), newBundleGenerateCommand(o))
+	bundle.AddCommand(newBundleTestCommand(o))
 
 	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add, list, pause and resume Catalogs on the cluster (users)"}
 	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),

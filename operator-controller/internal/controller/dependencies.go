@@ -16,6 +16,7 @@ import (
 
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/platform/conditionevents"
 )
 
 // Dependencies (spec.dependencyPolicy Install). For every dependency of the resolved bundle that no
@@ -106,9 +107,8 @@ func (r *OperatorReconciler) ensureDependencyOperator(ctx context.Context, op *o
 	err := r.Client.Create(ctx, want)
 	if err == nil {
 		log.FromContext(ctx).Info("created an Operator for a dependency", "operator", want.Name, "package", pkg)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(op, "Normal", "DependencyCreated", "created Operator %q to install package %q, which the bundle needs", want.Name, pkg)
-		}
+		conditionevents.Normal(r.Recorder, op, "DependencyCreated", "Create",
+			fmt.Sprintf("created Operator %q to install package %q, which the bundle needs", want.Name, pkg))
 		return want.Name, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -168,9 +168,8 @@ func (r *OperatorReconciler) releaseDependencies(ctx context.Context, op *operat
 				return fmt.Errorf("deleting dependency Operator %q, which nothing needs any more: %w", dep.Name, err)
 			}
 			log.FromContext(ctx).Info("deleted a dependency Operator nothing needs any more", "operator", dep.Name)
-			if r.Recorder != nil {
-				r.Recorder.Eventf(op, "Normal", "DependencyDeleted", "deleted Operator %q (package %q): nothing needs it any more", dep.Name, dep.Spec.PackageName)
-			}
+			conditionevents.Normal(r.Recorder, op, "DependencyDeleted", "Delete",
+				fmt.Sprintf("deleted Operator %q (package %q): nothing needs it any more", dep.Name, dep.Spec.PackageName))
 			continue
 		}
 		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +32,7 @@ import (
 	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -48,8 +48,8 @@ type OperatorReconciler struct {
 	// Metrics, when set, records resolution durations and Operator states.
 	Metrics *Metrics
 	// Recorder, when set, records Events on Operators: one per condition transition (conditionEvents)
-	// and the dependency Operators created and deleted.
-	Recorder record.EventRecorder
+	// and the dependency Operators created and deleted, all through conditionevents.
+	Recorder conditionevents.Recorder
 	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 4). Resolution itself
 	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
 	// Operator's own writes (namespace, BundleDeployment, status).

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -69,7 +69,7 @@ type reconcilerHarness struct {
 	r       *OperatorReconciler
 	c       client.Client
 	content *fakeContent
-	rec     *record.FakeRecorder
+	rec     *events.FakeRecorder
 }
 
 func newReconcilerHarness(t *testing.T, objs ...client.Object) *reconcilerHarness {
@@ -85,7 +85,7 @@ func newReconcilerHarness(t *testing.T, objs ...client.Object) *reconcilerHarnes
 	cat.Status.Conditions = []metav1.Condition{{Type: catalogdv1alpha1.TypeServing, Status: metav1.ConditionTrue, Reason: catalogdv1alpha1.ReasonServing}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, cat)...).
 		WithStatusSubresource(&operatorsv1alpha1.Operator{}, &catalogdv1alpha1.Catalog{}, &rukpakv1alpha1.BundleDeployment{}).Build()
-	h := &reconcilerHarness{c: c, content: &fakeContent{}, rec: record.NewFakeRecorder(100)}
+	h := &reconcilerHarness{c: c, content: &fakeContent{}, rec: events.NewFakeRecorder(100)}
 	h.r = &OperatorReconciler{Client: c, APIReader: c, Catalogs: &catalogs.Cache{Reader: h.content}, Recorder: h.rec}
 	return h
 }

@@ -140,7 +140,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		},
 		Preflight: preflight.CRDUpgradeSafety(direct),
 		Namespace: f.namespace,
-		Recorder:  mgr.GetEventRecorderFor("rukpak"),
+		Recorder:  mgr.GetEventRecorder("rukpak"),
 	}
 	r.Client, r.MaxConcurrentReconciles = cached, f.maxConcurrentReconciles
 	// helm valuesFrom Secrets and ConfigMaps: watched one by one by name, metadata only.
@@ -150,7 +150,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	r.ValuesWatch = controller.NewValuesWatch(md)
 	r.Metrics = controller.NewMetrics(crmetrics.Registry)
-	f.webhooks.recorder, f.webhooks.log = mgr.GetEventRecorderFor("rukpak"), mgr.GetLogger().WithName("webhook-ca")
+	f.webhooks.recorder, f.webhooks.log = mgr.GetEventRecorder("rukpak"), mgr.GetLogger().WithName("webhook-ca")
 	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (f *flags) setupPlatformCerts(mgr ctrl.Manager, cs kubernetes.Interface, cf
 		return err
 	}
 	rot := platformcerts.New(pc, cs, dyn)
-	rot.Recorder = mgr.GetEventRecorderFor("rukpak-platform-certs")
+	rot.Recorder = mgr.GetEventRecorder("rukpak-platform-certs")
 	rot.Log = mgr.GetLogger().WithName("platform-certs")
 	return mgr.Add(rot)
 }

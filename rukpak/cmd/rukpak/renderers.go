@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/registryv1"
@@ -25,7 +25,7 @@ type webhookFlags struct {
 	// rotator keeps the self-signed CA fresh while rukpak runs (nil for the other providers).
 	rotator *certs.CARotator
 	// recorder and log report a corrupt CA Secret (an Event on the Secret and an error line).
-	recorder record.EventRecorder
+	recorder conditionevents.Recorder
 	log      logr.Logger
 }
 

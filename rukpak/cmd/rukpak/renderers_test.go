@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 )
@@ -20,7 +20,7 @@ func TestCorruptCASecretIsReportedNotReplaced(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: certs.WebhookCASecretName, Namespace: "sys", ResourceVersion: "7"},
 		Data:       map[string][]byte{corev1.TLSCertKey: []byte("not a certificate"), corev1.TLSPrivateKeyKey: []byte("nor a key")},
 	})
-	rec := record.NewFakeRecorder(10)
+	rec := events.NewFakeRecorder(10)
 	w := &webhookFlags{provider: certs.SelfSignedName, recorder: rec, log: logr.Discard()}
 	r, err := w.registryRenderer(t.Context(), cs, "sys")
 	if err != nil || r == nil {

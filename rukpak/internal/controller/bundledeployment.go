@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
@@ -79,8 +79,9 @@ type BundleDeploymentReconciler struct {
 	Preflight Preflight
 	// Namespace is rukpak's namespace (Secrets and ConfigMaps named by sources).
 	Namespace string
-	// Recorder emits events on the BundleDeployment (optional).
-	Recorder record.EventRecorder
+	// Recorder, when set, records Events on BundleDeployments, all through conditionevents: one per
+	// condition transition (events) and Installed, LeftAlone, RolledBack, Orphaned, UninstallFailed.
+	Recorder conditionevents.Recorder
 	// Watches starts label-scoped watches of the applied kinds (optional).
 	Watches *Watches
 	// ValuesWatch watches the Secrets and ConfigMaps named by helm valuesFrom (optional: without it a

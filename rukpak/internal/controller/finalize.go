@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/objmeta"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -27,23 +28,20 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	orphan := bd.Spec.DeletionPolicy == rukpakv1alpha1.DeletionPolicyOrphan
 	revs, err := r.Engine.History(bd.Name)
 	if err != nil {
-		if r.Recorder != nil {
-			r.Recorder.Eventf(bd, "Warning", "UninstallFailed", "reading the revision history: %v", err)
-		}
+		conditionevents.Warning(r.Recorder, bd, "UninstallFailed", "Uninstall", fmt.Sprintf("reading the revision history: %v", err))
 		return fmt.Errorf("reading the revision history of BundleDeployment %q: %w", bd.Name, err)
 	}
 	leftAlone, err := r.Engine.Uninstall(ctx, bd.Name, bd.Annotations[DeleteCRDsAnnotation] == "true", orphan)
-	if len(leftAlone) > 0 && r.Recorder != nil {
-		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "left %d object(s) in place that another owner holds now: %s", len(leftAlone), keyList(leftAlone))
+	if len(leftAlone) > 0 {
+		conditionevents.Normal(r.Recorder, bd, "LeftAlone", "Uninstall",
+			fmt.Sprintf("left %d object(s) in place that another owner holds now: %s", len(leftAlone), keyList(leftAlone)))
 	}
 	if err != nil {
-		if r.Recorder != nil {
-			r.Recorder.Eventf(bd, "Warning", "UninstallFailed", "uninstalling: %v", err)
-		}
+		conditionevents.Warning(r.Recorder, bd, "UninstallFailed", "Uninstall", fmt.Sprintf("uninstalling: %v", err))
 		return fmt.Errorf("uninstalling BundleDeployment %q: %w", bd.Name, err)
 	}
-	if orphan && len(revs) > 0 && r.Recorder != nil { // once, not again on the reconcile that sees the finalizer go
-		r.Recorder.Event(bd, "Normal", "Orphaned", "deletionPolicy Orphan: every installed object was left in place without rukpak's ownership labels")
+	if orphan && len(revs) > 0 { // once, not again on the reconcile that sees the finalizer go
+		conditionevents.Normal(r.Recorder, bd, "Orphaned", "Orphan", "deletionPolicy Orphan: every installed object was left in place without rukpak's ownership labels")
 	}
 	if err := r.Unpacker.Cleanup(ctx, unpackKey(bd)); err != nil {
 		return fmt.Errorf("removing the unpacked content of BundleDeployment %q: %w", bd.Name, err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,9 +32,9 @@ func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *ru
 		if err := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, err)
 		}
-		if r.Recorder != nil && !meta.IsStatusConditionTrue(orig.Status.Conditions, rukpakv1alpha1.TypePaused) {
-			r.Recorder.Event(bd, "Normal", rukpakv1alpha1.ReasonPaused, "reconciliation paused (spec.paused)")
-		}
+		// Only Paused changes here: its transition gives the Normal Paused Event it gives on Catalogs
+		// and Operators ("Paused=True: paused since …").
+		eventPolicy.Record(r.Recorder, bd, orig.Status.Conditions, bd.Status.Conditions)
 	}
 	return ctrl.Result{}, nil
 }

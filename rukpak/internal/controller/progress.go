@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 )
@@ -165,9 +166,7 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 		log.FromContext(ctx).Error(err, "watching the applied objects for drift", "revision", res.Revision)
 	}
 	r.checkHealth(ctx, st)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(bd, "Warning", "RolledBack", "revision %d: %s", res.Revision, why)
-	}
+	conditionevents.Warning(r.Recorder, bd, "RolledBack", "Rollback", fmt.Sprintf("revision %d: %s", res.Revision, why))
 }
 
 // installedRevision notes what res installed, for the status, health-only reconciles and the

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -75,7 +75,7 @@ func TestEmitEvents(t *testing.T) {
 		cond(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 1 is installed"),
 		cond(rukpakv1alpha1.TypeHealthy, metav1.ConditionFalse, rukpakv1alpha1.ReasonUnhealthy, "deployment x: 0/1 ready"),
 	}
-	rec := record.NewFakeRecorder(10)
+	rec := events.NewFakeRecorder(10)
 	r := &BundleDeploymentReconciler{Recorder: rec}
 	r.emitEvents(orig, bd, &state{applied: &apply.Result{Revision: 1, Changed: true}, hash: "sha256:1"})
 	want := []string{

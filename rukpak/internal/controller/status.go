@@ -135,9 +135,9 @@ func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeploym
 	bd.Status.History = hist
 }
 
-// events is the policy of the Events of condition changes: one per transition, a Warning while a
+// eventPolicy is the policy of the Events of condition changes: one per transition, a Warning while a
 // condition fails. Paused=False is no failure, and the pending reasons mean "not there yet".
-var events = conditionevents.Policy{
+var eventPolicy = conditionevents.Policy{
 	NotFailures: []string{rukpakv1alpha1.TypePaused},
 	Progressing: []string{rukpakv1alpha1.ReasonUnpackPending, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonHealthUnknown,
 		rukpakv1alpha1.ReasonProgressionProbeWaiting},
@@ -146,15 +146,12 @@ var events = conditionevents.Policy{
 // emitEvents records what this reconcile installed and left in place, then one Event per condition
 // transition from orig to bd.
 func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleDeployment, st *state) {
-	if r.Recorder == nil {
-		return
-	}
 	if st.applied != nil && st.applied.Changed {
-		r.Recorder.Eventf(bd, "Normal", "Installed", "installed revision %d (%s)", st.applied.Revision, st.hash)
+		conditionevents.Normal(r.Recorder, bd, "Installed", "Install", fmt.Sprintf("installed revision %d (%s)", st.applied.Revision, st.hash))
 	}
 	if st.applied != nil && st.applied.Changed && len(st.leftAlone) > 0 {
-		r.Recorder.Eventf(bd, "Normal", "LeftAlone", "revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
-			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone))
+		conditionevents.Normal(r.Recorder, bd, "LeftAlone", "Prune", fmt.Sprintf("revision %d no longer contains %d object(s) but another owner holds them now, so they were left in place: %s",
+			st.applied.Revision, len(st.leftAlone), keyList(st.leftAlone)))
 	}
-	events.Record(r.Recorder, bd, orig.Status.Conditions, bd.Status.Conditions)
+	eventPolicy.Record(r.Recorder, bd, orig.Status.Conditions, bd.Status.Conditions)
 }

@@ -39,8 +39,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/pki"
 )
 
@@ -96,7 +96,7 @@ type Rotator struct {
 	Config
 	Client   kubernetes.Interface
 	Dynamic  dynamic.Interface
-	Recorder record.EventRecorder
+	Recorder conditionevents.Recorder
 	Log      logr.Logger
 	Clock    Clock
 	// WatchSecrets makes Start watch the named Secrets (by name) and make a pass as soon as one changes
@@ -278,7 +278,7 @@ func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*pki.CA, []*x509
 		return nil, nil, fmt.Errorf("writing the CA Secret %s: %w", ref, err)
 	}
 	r.Log.Info("platform CA Secret written", "secret", ref.String(), "change", what, "notAfter", current.Cert.NotAfter, "trusted", len(bundle))
-	r.event(s, "PlatformCAUpdated", fmt.Sprintf("%s; it is valid until %s, %d CA(s) trusted", what, current.Cert.NotAfter.UTC().Format(time.RFC3339), len(bundle)))
+	r.event(s, "PlatformCAUpdated", "Rotate", fmt.Sprintf("%s; it is valid until %s, %d CA(s) trusted", what, current.Cert.NotAfter.UTC().Format(time.RFC3339), len(bundle)))
 	return current, bundle, nil
 }
 
@@ -316,7 +316,7 @@ func (r *Rotator) ensureServing(ctx context.Context, ss ServingSecret, ca *pki.C
 		return time.Time{}, fmt.Errorf("writing the serving Secret %s: %w", ss.SecretRef, err)
 	}
 	r.Log.Info("serving certificate renewed", "secret", ss.SecretRef.String(), "reason", reason, "notAfter", leaf.NotAfter)
-	r.event(s, "ServingCertificateRenewed", fmt.Sprintf("serving certificate renewed (%s); valid until %s", reason, leaf.NotAfter.UTC().Format(time.RFC3339)))
+	r.event(s, "ServingCertificateRenewed", "Renew", fmt.Sprintf("serving certificate renewed (%s); valid until %s", reason, leaf.NotAfter.UTC().Format(time.RFC3339)))
 	return pki.RenewAt(leaf), nil
 }
 
@@ -408,13 +408,13 @@ func (r *Rotator) injectCABundle(ctx context.Context, name string, bundle []*x50
 		return fmt.Errorf("patching the caBundle of APIService %s: %w", name, err)
 	}
 	r.Log.Info("APIService caBundle injected", "apiService", name, "trusted", len(bundle))
-	r.event(as, "CABundleInjected", fmt.Sprintf("caBundle set to the platform trust bundle (%d CA(s))", len(bundle)))
+	r.event(as, "CABundleInjected", "Inject", fmt.Sprintf("caBundle set to the platform trust bundle (%d CA(s))", len(bundle)))
 	return nil
 }
 
-func (r *Rotator) event(obj runtime.Object, reason, msg string) {
-	if r.Recorder != nil && obj != nil {
-		r.Recorder.Event(obj, corev1.EventTypeNormal, reason, msg)
+func (r *Rotator) event(obj runtime.Object, reason, action, msg string) {
+	if obj != nil {
+		conditionevents.Normal(r.Recorder, obj, reason, action, msg)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/olmv1/olmv1/platform/pki"
 )
@@ -68,7 +68,7 @@ type fixture struct {
 	cs       *fake.Clientset
 	dyn      *dynamicfake.FakeDynamicClient
 	clock    *fakeClock
-	recorder *record.FakeRecorder
+	recorder *events.FakeRecorder
 	r        *Rotator
 	caPEM    []byte
 	log      *[]k8stesting.Action
@@ -95,7 +95,7 @@ func newFixture(t *testing.T, validity time.Duration) *fixture {
 		"spec":     map[string]any{"group": "metadata.catalogd.operatorframework.io", "version": "v1alpha1", "caBundle": base64.StdEncoding.EncodeToString(caPEM)},
 	}}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{APIServiceGVR: "APIServiceList"}, as)
-	f := &fixture{cs: cs, dyn: dyn, clock: newFakeClock(t0), recorder: record.NewFakeRecorder(100), caPEM: caPEM, log: new([]k8stesting.Action)}
+	f := &fixture{cs: cs, dyn: dyn, clock: newFakeClock(t0), recorder: events.NewFakeRecorder(100), caPEM: caPEM, log: new([]k8stesting.Action)}
 	logAction := func(a k8stesting.Action) (bool, runtime.Object, error) {
 		*f.log = append(*f.log, a)
 		return false, nil, nil

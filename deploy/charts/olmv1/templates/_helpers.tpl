@@ -146,10 +146,11 @@ startupProbe:
   failureThreshold: 60
 {{- end -}}
 
-{{/* Flags every component takes (rukpak/pkg/boot). */}}
+{{/* Flags every component takes (platform/boot). --tls-cert-dir is the serving certificate of every
+TLS server of the component: metrics, and catalogd's content endpoint and CatalogMetadata API. */}}
 {{- define "olmv1.commonArgs" -}}
 - --metrics-bind-address=:{{ .v.ports.metrics }}
-- --metrics-cert-dir=/etc/olmv1/tls
+- --tls-cert-dir=/etc/olmv1/tls
 - --health-probe-bind-address=:{{ .v.ports.probes }}
 - --leader-elect=true
 - --leader-election-namespace={{ include "olmv1.namespace" .root }}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
+
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
@@ -44,10 +46,7 @@ func TestDeprecateScopes(t *testing.T) {
 // TestDeprecationsReadLikeTheExample: the blob Deprecate writes has the shape of the real
 // deprecations example of $OLMV1_TESTDATA (package, channel and bundle scope).
 func TestDeprecationsReadLikeTheExample(t *testing.T) {
-	root := os.Getenv("OLMV1_TESTDATA")
-	if root == "" {
-		root = "/work/shared/testdata"
-	}
+	root, _ := sharedtestdata.Root()
 	dir := filepath.Join(root, "fbc", "deprecations-example", "redhat-operator-index", "4.15", "example-mypackage")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("no deprecations example at %s (set OLMV1_TESTDATA): %v", dir, err)

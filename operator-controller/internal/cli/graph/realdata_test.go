@@ -10,15 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olmv1/olmv1/platform/sharedtestdata"
+
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
-// testdataDir is $OLMV1_TESTDATA, default /work/shared/testdata (real third-party catalogs).
+// testdataDir is $OLMV1_TESTDATA, default ../shared/testdata beside the repository (real
+// third-party catalogs).
 func testdataDir() string {
-	if d := os.Getenv("OLMV1_TESTDATA"); d != "" {
-		return d
-	}
-	return "/work/shared/testdata"
+	d, _ := sharedtestdata.Root()
+	return d
 }
 
 // largestPackage returns the catalog directory and package with the most bundles among the

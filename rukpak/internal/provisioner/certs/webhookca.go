@@ -12,8 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/pki"
 )
 
@@ -53,7 +53,7 @@ type CARotator struct {
 	// BundleDeployment so that their Secrets and caBundles follow the new CA.
 	OnRotate func(context.Context) error
 	// Recorder and Log report a corrupt CA Secret.
-	Recorder record.EventRecorder
+	Recorder conditionevents.Recorder
 	Log      logr.Logger
 	Clock    pki.Clock
 
@@ -146,9 +146,7 @@ func (r *CARotator) reportCorrupt(e *corruptCAError) {
 	}
 	r.reported = e.secret.ResourceVersion
 	r.Log.Error(e.err, "webhook CA Secret is corrupt; not replacing it", "secret", e.secret.Namespace+"/"+e.secret.Name, "what to do", "fix it, or delete it to have rukpak create a new CA")
-	if r.Recorder != nil {
-		r.Recorder.Event(e.secret, corev1.EventTypeWarning, "CorruptWebhookCA", e.Error())
-	}
+	conditionevents.Warning(r.Recorder, e.secret, "CorruptWebhookCA", "LoadCA", e.Error())
 }
 
 // corruptCAError is a CA Secret that exists but does not hold a valid CA.

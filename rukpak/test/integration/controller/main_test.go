@@ -83,7 +83,7 @@ func setup(s *apiservertest.Suite) error {
 		},
 		Preflight: preflight.CRDUpgradeSafety(k8s),
 		Namespace: systemNamespace,
-		Recorder:  mgr.GetEventRecorderFor("rukpak"),
+		Recorder:  mgr.GetEventRecorder("rukpak"),
 		// As rukpak runs by default: several BundleDeployments at once (TestConcurrentInstalls).
 		MaxConcurrentReconciles: 8,
 		// controller-runtime's back-off, except for the BundleDeployments a test slows down
