@@ -15,14 +15,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
-	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
-	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
-	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
 // exampleBundles is the example-operator fixture of the e2e tier (bundles 0.1.0 and 0.2.0).
@@ -209,67 +203,6 @@ func TestCatalogValidateCommandReportsCatalogdsMessage(t *testing.T) {
 	}
 }
 
-func TestOutputFlag(t *testing.T) {
-	if _, _, err := run(t, "catalog", "validate", ".", "-o", "xml"); err == nil || !strings.Contains(err.Error(), "use table, yaml or json") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
-// TestEveryCommandHasExamples: --help of every command shows an example.
-func TestEveryCommandHasExamples(t *testing.T) {
-	root := NewRootCommand(Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
-	for _, path := range [][]string{
-		{"bundle", "validate"}, {"bundle", "push"}, {"catalog", "init"}, {"catalog", "add-bundle"}, {"catalog", "render"},
-		{"catalog", "validate"}, {"catalog", "push"}, {"catalog", "add"}, {"catalog", "list"}, {"search"}, {"install"},
-		{"status"}, {"approve"}, {"uninstall"}, {"pause"}, {"resume"}, {"catalog", "pause"}, {"catalog", "resume"},
-	} {
-		cmd, _, err := root.Find(path)
-		if err != nil {
-			t.Fatalf("%v: %v", path, err)
-		}
-		if cmd.Example == "" || !strings.Contains(cmd.Example, "kubectl olmv1 "+path[len(path)-1]) && !strings.Contains(cmd.Example, "kubectl olmv1 "+strings.Join(path, " ")) {
-			t.Errorf("%v has no example of itself:\n%s", path, cmd.Example)
-		}
-	}
-}
-
-func TestTables(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cond := func(typ, status, reason, msg string, gen int64) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg, ObservedGeneration: gen}
-	}
-	var buf bytes.Buffer
-	last := metav1.NewTime(now.Add(-90 * time.Second))
-	cat := catalogdv1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 2}, Spec: catalogdv1alpha1.CatalogSpec{Source: rukpakv1alpha1.Source{Image: &rukpakv1alpha1.ImageSource{Ref: "127.0.0.1:5000/c:1"}}}}
-	cat.Status = catalogdv1alpha1.CatalogStatus{ShortHash: "abc123", LastUnpacked: &last, Counts: &catalogdv1alpha1.CatalogCounts{Packages: 1, Bundles: 2},
-		Conditions: []metav1.Condition{cond("Unpacked", "False", "UnpackFailed", "image not found", 2), cond("Serving", "True", "ServingPreviousContent", "", 2)}}
-	if err := catalogTable([]catalogdv1alpha1.Catalog{cat}, now).write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"NAME", "SERVING", "HASH", "demo", "127.0.0.1:5000/c:1", "True", "abc123", "90s", "UnpackFailed: image not found"} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("catalog table lacks %q:\n%s", want, buf.String())
-		}
-	}
-
-	buf.Reset()
-	op := operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 3}, Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg"}}
-	op.Status.InstalledBundle = &operatorsv1alpha1.BundleMetadata{Name: "pkg.v0.1.0", Version: "0.1.0"}
-	op.Status.InstallNamespace = "pkg-system"
-	op.Status.Conditions = []metav1.Condition{
-		cond("Resolved", "True", "ResolutionSucceeded", "", 3), cond("Installed", "True", "InstallationSucceeded", "", 3), cond("Healthy", "False", "Unhealthy", "deployment pkg: 0/1 available", 3),
-		cond("UpgradeAvailable", "True", "AwaitingApproval", `version 0.2.0 (bundle pkg.v0.2.0 from catalog "demo") is available; approve it with: kubectl patch operator op --type=merge -p '{"spec":{"approvedVersion":"0.2.0"}}'`, 3),
-	}
-	if err := operatorTable([]operatorsv1alpha1.Operator{op}).write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"op", "pkg", "0.1.0", "0.2.0 (AwaitingApproval)", "pkg-system", "Healthy=False reason Unhealthy: deployment pkg: 0/1 available"} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("operator table lacks %q:\n%s", want, buf.String())
-		}
-	}
-}
-
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
@@ -288,54 +221,5 @@ func copyDir(t *testing.T, src, dst string) {
 	})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
-	}
-}
-
-// TestSchemeListsCatalogMetadata: the client can pick one kind for a CatalogMetadataList (the
-// metadata API package also registers an internal version, which would make a list ambiguous).
-func TestSchemeListsCatalogMetadata(t *testing.T) {
-	s, err := scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range []runtime.Object{&metadatav1alpha1.CatalogMetadataList{}, &catalogdv1alpha1.CatalogList{}, &operatorsv1alpha1.OperatorList{}} {
-		if gvks, _, err := s.ObjectKinds(obj); err != nil || len(gvks) != 1 {
-			t.Errorf("%T: kinds %v, %v", obj, gvks, err)
-		}
-	}
-}
-
-func TestBundleRenderCommand(t *testing.T) {
-	dir := filepath.Join(exampleBundles, "0.1.0")
-	out, errOut, err := run(t, "bundle", "render", dir)
-	if err != nil {
-		t.Fatalf("err = %v\n%s", err, errOut)
-	}
-	// The default install namespace is the CSV's suggested one; the default install mode is shown.
-	for _, want := range []string{"olm.operatorNamespace: example-operator-system", "kind: Deployment", "core.rukpak.io/owner-name: bundle"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("render output lacks %q:\n%s", want, out)
-		}
-	}
-	if !strings.Contains(errOut, `for install namespace "example-operator-system"`) || !strings.Contains(errOut, "install mode") {
-		t.Errorf("stderr: %s", errOut)
-	}
-	again := mustRun(t, "bundle", "render", dir)
-	if again != out {
-		t.Error("two renders of the same bundle differ")
-	}
-
-	// From an image, with an explicit namespace and JSON output.
-	reg := startRegistry(t)
-	ref := reg + "/render/example-operator:0.1.0"
-	mustRun(t, "bundle", "push", dir, ref, "--insecure")
-	out = mustRun(t, "bundle", "render", ref, "--insecure", "--install-namespace", "ops", "--name", "example", "-o", "json")
-	if !strings.HasPrefix(strings.TrimSpace(out), "[") || !strings.Contains(out, `"olm.operatorNamespace": "ops"`) || !strings.Contains(out, `"core.rukpak.io/owner-name": "example"`) {
-		t.Errorf("json render of the image:\n%s", out)
-	}
-
-	// A watch-namespace set the bundle does not support: the provisioner's own message.
-	if _, _, err := run(t, "bundle", "render", dir, "--watch-namespaces", "a,b"); err == nil || !strings.Contains(err.Error(), "MultiNamespace") {
-		t.Errorf("unsupported install mode: %v", err)
 	}
 }

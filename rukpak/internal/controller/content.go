@@ -51,8 +51,8 @@ func resolvedFromInfo(v interface{}) *rukpakv1alpha1.ResolvedSource {
 	return rs
 }
 
-// Keys of what a Renderer's RevisionInfo reports (helm), recorded with a revision and shown in
-// status.history.
+// Keys of a render Result's RevisionInfo (helm.InfoChartVersion, helm.InfoValuesHash), recorded
+// with a revision and shown in status.history.
 const (
 	InfoChartVersion = "chartVersion"
 	InfoValuesHash   = "valuesHash"

@@ -17,12 +17,6 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 )
 
-// revisionDescriber is a Renderer that tells what its last render of a BundleDeployment used, to be
-// recorded with a new revision (the helm renderer: chart version and values hash).
-type revisionDescriber interface {
-	RevisionInfo(name string) map[string]string
-}
-
 // render renders the unpacked content with the class's Renderer (st.objects, st.description,
 // st.info). A bundle or configuration that retrying cannot fix fails Unpacked terminally.
 func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment, st *state) error {
@@ -50,9 +44,9 @@ func (r *BundleDeploymentReconciler) render(ctx context.Context, bd *rukpakv1alp
 		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonInvalidBundle, fmt.Errorf("rendering the bundle: %w", err))
 	}
 	st.objects, st.description = res.Objects, res.Description
-	if rd, ok := renderer.(revisionDescriber); ok {
-		st.info = map[string]interface{}{}
-		for k, v := range rd.RevisionInfo(bd.Name) {
+	if res.RevisionInfo != nil {
+		st.info = make(map[string]interface{}, len(res.RevisionInfo))
+		for k, v := range res.RevisionInfo {
 			st.info[k] = v
 		}
 	}

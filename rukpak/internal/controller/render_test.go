@@ -91,3 +91,45 @@ func wantStepError(t *testing.T, err error, reason string, terminal bool, msg st
 		t.Errorf("step error %+v, want Unpacked %s (terminal %v): %q", se, reason, terminal, msg)
 	}
 }
+
+// The render step takes what a revision records from the render's Result (helm: the chart version
+// and values hash, under the keys status.history reads); a renderer with nothing to record leaves
+// st.info empty.
+func TestRenderRecordsTheResultsRevisionInfo(t *testing.T) {
+	if InfoChartVersion != helm.InfoChartVersion || InfoValuesHash != helm.InfoValuesHash {
+		t.Fatalf("the controller reads %q and %q, the helm renderer reports %q and %q", InfoChartVersion, InfoValuesHash, helm.InfoChartVersion, helm.InfoValuesHash)
+	}
+	demo := filepath.Join("..", "provisioner", "helm", "testdata", "demo")
+	r := &BundleDeploymentReconciler{
+		Client: fake.NewClientBuilder().Build(),
+		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
+			rukpakv1alpha1.ProvisionerHelm: helm.New(), rukpakv1alpha1.ProvisionerPlain: plain.New(),
+		},
+		Gatherer: &provisioner.Gatherer{Values: fake.NewClientBuilder().Build()},
+	}
+	st, err := renderIn(t, r, bdOf(rukpakv1alpha1.ProvisionerHelm, nil), demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := st.info[InfoChartVersion].(string); v != "1.2.0" {
+		t.Errorf("chart version %v, want the demo chart's 1.2.0 (info %v)", st.info[InfoChartVersion], st.info)
+	}
+	if h, _ := st.info[InfoValuesHash].(string); len(h) != len("sha256:")+64 {
+		t.Errorf("values hash %v (info %v)", st.info[InfoValuesHash], st.info)
+	}
+
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err = renderIn(t, r, bdOf(rukpakv1alpha1.ProvisionerPlain, nil), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.info != nil {
+		t.Errorf("plain records %v with a revision, want nothing", st.info)
+	}
+}

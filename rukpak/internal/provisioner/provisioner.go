@@ -50,23 +50,29 @@ type Renderer interface {
 	Render(ctx context.Context, req Request) ([]client.Object, error)
 }
 
-// Result is a render's objects with a short description of what the Renderer chose.
+// Result is a render's objects with what the Renderer chose and used to make them. It is all a
+// render tells: a Renderer keeps nothing about a render once it returns.
 type Result struct {
 	// Objects are what Render returns.
 	Objects []client.Object
 	// Description is a short phrase for a status message, e.g. "install mode OwnNamespace (default,
 	// watching operators)" for registry+v1; empty when the Renderer has nothing to say.
 	Description string
+	// RevisionInfo is what the render used, for the controller to record with a new revision
+	// (status.history), e.g. helm's "chartVersion" and "valuesHash"; nil when the Renderer has
+	// nothing to record.
+	RevisionInfo map[string]string
 }
 
-// Describer is implemented by Renderers that can describe what they chose while rendering (the
-// registry+v1 install mode). RenderDescribed returns what Render returns, plus the description.
+// Describer is implemented by Renderers that can describe what they chose and used while rendering
+// (the registry+v1 install mode, the helm chart version and values hash). RenderDescribed returns
+// what Render returns, plus the description and revision info.
 type Describer interface {
 	RenderDescribed(ctx context.Context, req Request) (Result, error)
 }
 
-// RenderDescribed renders req with r in one pass; the Result's Description is set when r is a
-// Describer and empty otherwise.
+// RenderDescribed renders req with r in one pass; the Result's Description and RevisionInfo are set
+// when r is a Describer and empty otherwise.
 func RenderDescribed(ctx context.Context, r Renderer, req Request) (Result, error) {
 	if d, ok := r.(Describer); ok {
 		return d.RenderDescribed(ctx, req)

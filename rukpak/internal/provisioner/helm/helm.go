@@ -34,7 +34,6 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -69,13 +68,20 @@ const notesFile = "/templates/NOTES.txt"
 type Renderer struct {
 	limits Limits
 	slots  *renderSlots
-	// last is, per BundleDeployment, what its last successful render used (RevisionInfo).
-	last sync.Map
 }
 
 var (
-	_ provisioner.Renderer = (*Renderer)(nil)
-	_ provisioner.Needer   = (*Renderer)(nil)
+	_ provisioner.Renderer  = (*Renderer)(nil)
+	_ provisioner.Needer    = (*Renderer)(nil)
+	_ provisioner.Describer = (*Renderer)(nil)
+)
+
+// Keys of a Result's RevisionInfo.
+const (
+	// InfoChartVersion is the rendered chart's Chart.yaml version.
+	InfoChartVersion = "chartVersion"
+	// InfoValuesHash is the ValuesHash of the merged user values the chart was rendered with.
+	InfoValuesHash = "valuesHash"
 )
 
 // Option configures a Renderer.
@@ -99,38 +105,49 @@ func (*Renderer) Needs() provisioner.Needs {
 
 // Render loads the chart from req.Content, merges the values and renders the chart's objects.
 func (r *Renderer) Render(ctx context.Context, req provisioner.Request) ([]client.Object, error) {
+	res, err := r.RenderDescribed(ctx, req)
+	return res.Objects, err
+}
+
+// RenderDescribed is Render, with what the render used as the Result's RevisionInfo: the chart's
+// version (InfoChartVersion) and the hash of the merged user values (InfoValuesHash), which the
+// controller records with a new revision (status.history).
+func (r *Renderer) RenderDescribed(ctx context.Context, req provisioner.Request) (provisioner.Result, error) {
 	ch, name, err := loadInstallable(req.Content)
 	if err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	vals, err := mergeValues(req)
 	if err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	valuesHash, err := ValuesHash(vals)
 	if err != nil {
-		return nil, invalid(ReasonInvalidValues, fmt.Sprintf("%s: the merged values cannot be encoded: %v", name, err))
+		return provisioner.Result{}, invalid(ReasonInvalidValues, fmt.Sprintf("%s: the merged values cannot be encoded: %v", name, err))
 	}
 	caps, err := capabilities(ch, name, req.Capabilities)
 	if err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	top, err := renderValues(ch, name, vals, req, caps)
 	if err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	out, err := r.renderTemplates(ctx, req.Name, name, ch, top, caps)
 	if err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	if err := checkHooks(name, out.hooks); err != nil {
-		return nil, err
+		return provisioner.Result{}, err
 	}
 	objs, err := chartObjects(name, ch, out.manifests)
-	if err == nil {
-		r.last.Store(req.Name, map[string]string{"chartVersion": ch.Metadata.Version, "valuesHash": valuesHash})
+	if err != nil {
+		return provisioner.Result{}, err
 	}
-	return objs, err
+	return provisioner.Result{
+		Objects:      objs,
+		RevisionInfo: map[string]string{InfoChartVersion: ch.Metadata.Version, InfoValuesHash: valuesHash},
+	}, nil
 }
 
 // loadInstallable loads the chart from content and checks that it can be installed as it is: an
@@ -227,18 +244,6 @@ func chartObjects(name string, ch *chart.Chart, manifests []releaseutil.Manifest
 		return nil, invalid(ReasonInvalidChart, fmt.Sprintf("%s renders no objects with these values", name))
 	}
 	return unique(name, objs)
-}
-
-// RevisionInfo says what the last successful render for BundleDeployment name used: "chartVersion"
-// (Chart.yaml version) and "valuesHash" (ValuesHash of the merged user values). The controller
-// records them with a new revision (status.history). Renders of one BundleDeployment never run
-// at once, so it is the render that just returned.
-func (r *Renderer) RevisionInfo(name string) map[string]string {
-	v, ok := r.last.Load(name)
-	if !ok {
-		return nil
-	}
-	return v.(map[string]string)
 }
 
 // ValuesHash is "sha256:<hex>" of vals as JSON (map keys sorted): the same values give the same

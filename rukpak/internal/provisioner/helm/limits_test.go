@@ -21,8 +21,9 @@ import (
 const slack = time.Second
 
 // spinChart's only template iterates n*n times and writes nothing: it takes about 80ns·n² to
-// render (n=2500: about 0.5s on a 2-core test machine, five times the limits used here), so it
-// ends, and the test can wait for it.
+// render, so it ends, and the test can wait for it. The tests whose next render must find the
+// runaway still running use n=6000 (seconds); n=2500 sometimes ended within 100 ms of the limit on an
+// idle machine, and the next render got the slot.
 func spinChart(n int) fstest.MapFS {
 	return chartFS("spin", "", map[string]string{"cm.yaml": configMap +
 		fmt.Sprintf("data:\n  x: \"{{ range until %d }}{{ range until %d }}{{ end }}{{ end }}\"\n", n, n)})
@@ -68,7 +69,7 @@ func TestRenderTimeLimit(t *testing.T) {
 	r := New(WithLimits(Limits{Timeout: limit}))
 	t.Cleanup(func() { waitForRunaways(t, r) })
 
-	took, err := renderAs(r, t.Context(), "spinner", spinChart(2500))
+	took, err := renderAs(r, t.Context(), "spinner", spinChart(6000))
 	wantInvalid(t, err, ReasonRenderLimitExceeded, "chart spin 0.1.0", "within the 100ms limit", "--helm-render-timeout",
 		"include itself recursively", "goes on in the background")
 	t.Logf("looping chart: Render returned after %v (limit %v)", took, limit)
@@ -100,7 +101,7 @@ func TestRenderSlotsAreBounded(t *testing.T) {
 	r := New(WithLimits(Limits{Timeout: limit, MaxConcurrent: 1}))
 	t.Cleanup(func() { waitForRunaways(t, r) })
 
-	_, err := renderAs(r, t.Context(), "hostile", spinChart(2500))
+	_, err := renderAs(r, t.Context(), "hostile", spinChart(6000))
 	wantInvalid(t, err, ReasonRenderLimitExceeded, "100ms")
 	// The runaway holds the only slot: another render waits at most the time limit for it.
 	took, err := renderAs(r, t.Context(), "victim", smallChart())

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+)
+
+// conditionsLine is the one-line progress view of an Operator.
+func conditionsLine(op *operatorsv1alpha1.Operator) string {
+	var parts []string
+	for _, t := range []string{operatorsv1alpha1.TypeResolved, operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.TypeHealthy} {
+		c := meta.FindStatusCondition(op.Status.Conditions, t)
+		if c == nil {
+			parts = append(parts, t+"=<none>")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", t, c.Status, c.Reason))
+	}
+	if b := op.Status.ResolvedBundle; b != nil {
+		parts = append(parts, "resolved "+b.Version)
+	}
+	if b := op.Status.InstalledBundle; b != nil {
+		parts = append(parts, "installed "+b.Version)
+	}
+	return strings.Join(parts, " ")
+}
+
+// failing describes the first condition that is not True: what a timeout reports.
+func failing(op *operatorsv1alpha1.Operator) string {
+	for _, t := range []string{operatorsv1alpha1.TypeResolved, operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.TypeHealthy} {
+		c := meta.FindStatusCondition(op.Status.Conditions, t)
+		if c == nil {
+			return t + " not reported yet (is operator-controller running?)"
+		}
+		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != op.Generation {
+			return fmt.Sprintf("%s=%s reason %s: %s", t, c.Status, c.Reason, c.Message)
+		}
+	}
+	return conditionsLine(op)
+}
+
+func newStatusCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show Operators: installed and resolved versions, conditions, pending upgrades (users)",
+		Example: `  kubectl olmv1 status
+  kubectl olmv1 status my-operator
+  kubectl olmv1 status my-operator -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				op := &operatorsv1alpha1.Operator{}
+				if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, op); err != nil {
+					return fmt.Errorf("operator %s: %w", args[0], err)
+				}
+				op.ManagedFields = nil
+				if o.output != "table" {
+					return o.print(op, nil)
+				}
+				return writeOperatorDetails(o, op)
+			}
+			list := &operatorsv1alpha1.OperatorList{}
+			if err := c.List(cmd.Context(), list); err != nil {
+				return fmt.Errorf("list Operators: %w", err)
+			}
+			for i := range list.Items {
+				list.Items[i].ManagedFields = nil
+			}
+			return o.print(list, func() *table { return operatorTable(list.Items) })
+		},
+	}
+}
+
+func operatorTable(ops []operatorsv1alpha1.Operator) *table {
+	t := &table{headers: []string{"NAME", "PACKAGE", "INSTALLED", "RESOLVED", "INSTALLED?", "HEALTHY", "UPGRADE", "NAMESPACE", "MESSAGE"}}
+	for _, op := range ops {
+		inst, res := "", ""
+		if op.Status.InstalledBundle != nil {
+			inst = op.Status.InstalledBundle.Version
+		}
+		if op.Status.ResolvedBundle != nil {
+			res = op.Status.ResolvedBundle.Version
+		}
+		upgrade := ""
+		if u := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable); u != nil && u.Status == metav1.ConditionTrue {
+			upgrade = u.Reason
+			if v := awaitingVersion(u.Message); v != "" {
+				upgrade = v + " (" + u.Reason + ")"
+			}
+		}
+		g := op.Generation
+		msg := ""
+		if conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) != "True" || conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) != "True" {
+			msg = failing(&op)
+		}
+		t.add(op.Name, op.Spec.PackageName, orNone(inst), orNone(res),
+			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g)),
+			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g)),
+			orNone(upgrade), orNone(op.Status.InstallNamespace), msg)
+	}
+	return t
+}
+
+func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
+	w := o.Out
+	bundle := func(b *operatorsv1alpha1.BundleMetadata) string {
+		if b == nil {
+			return "<none>"
+		}
+		return fmt.Sprintf("%s %s (catalog %s, %s)", b.Name, b.Version, b.Catalog, b.Source)
+	}
+	policy := string(op.Spec.UpgradePolicy)
+	if policy == "" {
+		policy = string(operatorsv1alpha1.UpgradePolicyAutomatic)
+	}
+	fmt.Fprintf(w, "Name:              %s\n", op.Name)
+	fmt.Fprintf(w, "Package:           %s\n", op.Spec.PackageName)
+	fmt.Fprintf(w, "Version range:     %s\n", orNone(op.Spec.Version))
+	fmt.Fprintf(w, "Channel:           %s\n", orNone(op.Spec.Channel))
+	fmt.Fprintf(w, "Upgrade policy:    %s\n", policy)
+	if op.Spec.ApprovedVersion != "" {
+		fmt.Fprintf(w, "Approved version:  %s\n", op.Spec.ApprovedVersion)
+	}
+	fmt.Fprintf(w, "Namespace:         %s\n", orNone(op.Status.InstallNamespace))
+	fmt.Fprintf(w, "Installed bundle:  %s\n", bundle(op.Status.InstalledBundle))
+	fmt.Fprintf(w, "Resolved bundle:   %s\n", bundle(op.Status.ResolvedBundle))
+	fmt.Fprintln(w, "Conditions:")
+	t := &table{headers: []string{"  TYPE", "STATUS", "REASON", "CURRENT", "MESSAGE"}}
+	for _, c := range op.Status.Conditions {
+		current := "yes"
+		if c.ObservedGeneration != op.Generation {
+			current = fmt.Sprintf("no (generation %d of %d)", c.ObservedGeneration, op.Generation)
+		}
+		t.add("  "+c.Type, string(c.Status), c.Reason, current, c.Message)
+	}
+	return t.write(w)
+}
