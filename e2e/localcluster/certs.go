@@ -1,8 +1,6 @@
 package localcluster
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net"
@@ -122,7 +120,7 @@ func (p pki) issue(certName, keyName string, req olmpki.Request, parent *olmpki.
 // writeServiceAccountKeys writes the RSA key pair kube-apiserver signs and verifies tokens with:
 // the private key as PKCS#1, the public key as PKIX.
 func (p pki) writeServiceAccountKeys() error {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := olmpki.NewRSAKey(2048)
 	if err != nil {
 		return err
 	}
