@@ -25,13 +25,21 @@ type Netns struct {
 	NodeIP string `json:"nodeIP"`
 	// Inode identifies the namespace after its name is gone (for the leftovers check).
 	Inode uint64 `json:"inode"`
+	// File, when set, is the namespace's file instead of /run/netns/<Name>: a namespace this harness
+	// did not name itself, such as a kind node container's (/proc/<pid>/ns/net; see KindNode).
+	File string `json:"file,omitempty"`
 }
 
 // netnsDir is where iproute2 keeps named network namespaces.
 const netnsDir = "/run/netns"
 
 // Path is the namespace's file, as nsenter --net takes it.
-func (n *Netns) Path() string { return filepath.Join(netnsDir, n.Name) }
+func (n *Netns) Path() string {
+	if n.File != "" {
+		return n.File
+	}
+	return filepath.Join(netnsDir, n.Name)
+}
 
 // createNetns adds the namespace, brings its loopback up with nodeIP on it (this kernel may have no
 // dummy device), routes serviceCIDR there (a connection from the namespace's own processes to a

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 
 	gcrname "github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -135,9 +134,8 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 `, filepath.Join(n.Dir, "kube-proxy.kubeconfig"), n.Name, realNodeIP)
 }
 
-// registryHosts tells containerd the local registry speaks plain HTTP.
-func registryHosts() string {
-	addr := realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort)
+// registryHosts tells containerd the local registry at addr (host:port) speaks plain HTTP.
+func registryHosts(addr string) string {
 	return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+addr, "http://"+addr)
 }
 

@@ -309,7 +309,7 @@ func writeNodeFiles(n *RealNode, nb *NodeBinaries, p pki, apiServer string) erro
 		"kubelet.yaml":                kubeletConfig(n, p),
 		"kube-proxy.yaml":             kubeProxyConfig(n),
 		"resolv.conf":                 "# no upstream resolvers: the cluster's network namespace has no way out (docs/real-nodes.md)\n",
-		"certs.d/" + realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort) + "/hosts.toml": registryHosts(),
+		"certs.d/" + realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort) + "/hosts.toml": registryHosts(realNodeIP + ":" + strconv.Itoa(RealNodeRegistryPort)),
 	}
 	for name, content := range files {
 		path := filepath.Join(n.Dir, name)

@@ -108,7 +108,10 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return k.run(ctx, "delete", "cluster", "--name", *name)
+		if err := k.run(ctx, "delete", "cluster", "--name", *name); err != nil {
+			return err
+		}
+		return removeKindNetwork(ctx, *cacheDir)
 	case "shim-env":
 		// For a kind CLI run by hand or by Tilt (`kind load` runs `docker exec --privileged`):
 		// eval "$(bin/olmv1-kind shim-env)" puts the shim first on PATH when the engine needs it.
@@ -154,7 +157,14 @@ func create(ctx context.Context, cacheDir, name, kubeconfig string) error {
 	if kubeconfig != "" {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}
-	return k.run(ctx, args...)
+	networkBefore := kindNetworkExists(ctx)
+	err = k.run(ctx, args...)
+	if !networkBefore && kindNetworkExists(ctx) {
+		if werr := os.WriteFile(networkMarker(cacheDir), nil, 0o644); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
 }
 
 // kindCLI runs the kind binary, through the docker shim when the engine refuses --privileged.
@@ -249,4 +259,35 @@ func firstLine(s string) string {
 		}
 	}
 	return strings.TrimSpace(strings.SplitN(s, "\n", 2)[0])
+}
+
+// networkMarker is written when `olmv1-kind create` made the Docker network "kind" (it did not exist
+// before): only then does `olmv1-kind delete` remove it. A network someone else made stays.
+func networkMarker(cacheDir string) string {
+	return filepath.Join(cacheDir, "kind", "docker-network-kind-created-by-olmv1")
+}
+
+func kindNetworkExists(ctx context.Context) bool {
+	return exec.CommandContext(ctx, "docker", "network", "inspect", "kind").Run() == nil
+}
+
+// removeKindNetwork removes the Docker network "kind", which `kind delete cluster` leaves behind, when
+// olmv1-kind's own create made it and no container is attached to it any more (another kind cluster
+// may still use it; then it stays).
+func removeKindNetwork(ctx context.Context, cacheDir string) error {
+	if _, err := os.Stat(networkMarker(cacheDir)); err != nil {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "--format", "{{len .Containers}}", "kind").Output()
+	if err != nil {
+		return os.Remove(networkMarker(cacheDir)) // already gone
+	}
+	if n := strings.TrimSpace(string(out)); n != "0" {
+		fmt.Fprintf(os.Stderr, "olmv1-kind: Docker network kind kept: %s containers still attached\n", n)
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "docker", "network", "rm", "kind").CombinedOutput(); err != nil {
+		return fmt.Errorf("removing the Docker network kind: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return os.Remove(networkMarker(cacheDir))
 }

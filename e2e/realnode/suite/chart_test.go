@@ -71,7 +71,7 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 	It("gives the pods a cluster DNS that resolves Service names", func(ctx SpecContext) {
 		By("asking the kube-dns Service from inside the cluster's network namespace")
 		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return env.cluster.Netns.Dial(ctx, network, net.JoinHostPort(localcluster.ClusterDNSIP, "53"))
+			return env.netns.Dial(ctx, network, net.JoinHostPort(localcluster.ClusterDNSIP, "53"))
 		}}
 		addrs, err := r.LookupHost(ctx, "kubernetes.default.svc.cluster.local")
 		Expect(err).NotTo(HaveOccurred())
@@ -83,7 +83,7 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 		Expect(addrs).To(ConsistOf(svc.Spec.ClusterIP))
 
 		By("reading the resolv.conf that kubelet gave catalogd's container")
-		pids := processesNamed(env.cluster.ContainerProcesses(), "catalogd")
+		pids := processesNamed(env.containerProcesses(), "catalogd")
 		Expect(pids).NotTo(BeEmpty())
 		conf, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/etc/resolv.conf", pids[0]))
 		Expect(err).NotTo(HaveOccurred())
@@ -100,7 +100,7 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 	It("gets a controller killed with SIGKILL restarted by kubelet, and nothing is lost", func(ctx SpecContext) {
 		before := onePodNow(ctx, "catalogd")
 		restarts := before.Status.ContainerStatuses[0].RestartCount
-		pids := processesNamed(env.cluster.ContainerProcesses(), "catalogd")
+		pids := processesNamed(env.containerProcesses(), "catalogd")
 		Expect(pids).To(HaveLen(1), "one catalogd process on the node")
 		By(fmt.Sprintf("killing catalogd (pid %d on this machine) with SIGKILL", pids[0]))
 		Expect(syscall.Kill(pids[0], syscall.SIGKILL)).To(Succeed())
@@ -143,7 +143,7 @@ var _ = Describe("the Helm chart on a real node", Label("real-node"), Ordered, f
 		Expect(err).NotTo(HaveOccurred())
 		Expect(as.Items).To(BeEmpty())
 		Eventually(func() ([]int, error) {
-			return processesNamed(env.cluster.ContainerProcesses(), images.Names...), nil
+			return processesNamed(env.containerProcesses(), images.Names...), nil
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty(), "no controller process left on the node")
 	})
 })

@@ -21,7 +21,6 @@ import (
 
 	"github.com/olmv1/olmv1/e2e/chart"
 	"github.com/olmv1/olmv1/e2e/chart/images"
-	"github.com/olmv1/olmv1/e2e/localcluster"
 	"github.com/olmv1/olmv1/e2e/realnode/widgetbundle"
 )
 
@@ -94,8 +93,18 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 
 	It("reconciles a custom resource (writes its status) and its mutating webhook defaults it", func(ctx SpecContext) {
 		w := widget("v1", "first", map[string]any{"size": int64(3)})
-		_, err := dc.Resource(widgetV1).Namespace(widgetNamespace).Create(ctx, w, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		// Healthy=True means the webhook Service has a ready endpoint; kube-proxy programs the
+		// ClusterIP that kube-apiserver dials a moment later (seen on kind: the first call right after
+		// Healthy refused). Only that refusal is retried, and for seconds, not minutes.
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			_, err := dc.Resource(widgetV1).Namespace(widgetNamespace).Create(ctx, w, metav1.CreateOptions{})
+			if err != nil && !strings.Contains(err.Error(), "connect: connection refused") {
+				StopTrying("creating Widget first").Wrap(err).Now()
+			}
+			g.Expect(err).NotTo(HaveOccurred(), "the webhook's ClusterIP is not routed yet")
+		}).WithContext(ctx).WithTimeout(15 * time.Second).Should(Succeed())
+		fmt.Fprintf(GinkgoWriter, "first webhook call answered %s after the spec started\n", time.Since(start).Round(10*time.Millisecond))
 		Eventually(func(g Gomega) {
 			got, err := dc.Resource(widgetV1).Namespace(widgetNamespace).Get(ctx, "first", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -106,7 +115,7 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 
 		By("a Widget without a size gets size 1 from the mutating webhook")
-		_, err = dc.Resource(widgetV1).Namespace(widgetNamespace).Create(ctx, widget("v1", "defaulted", map[string]any{}), metav1.CreateOptions{})
+		_, err := dc.Resource(widgetV1).Namespace(widgetNamespace).Create(ctx, widget("v1", "defaulted", map[string]any{}), metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		got, err := dc.Resource(widgetV1).Namespace(widgetNamespace).Get(ctx, "defaulted", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -161,7 +170,7 @@ var _ = Describe("a real operator with webhooks on a real node", Label("real-nod
 		var healthy map[string]any
 		kills := 0
 		Eventually(func(g Gomega) {
-			for _, pid := range processesNamed(env.cluster.ContainerProcesses(), "widget-operator") {
+			for _, pid := range processesNamed(env.containerProcesses(), "widget-operator") {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					kills++
 				}
@@ -273,10 +282,10 @@ func installChart(ctx SpecContext) (*chart.Client, map[string]name.Digest) {
 	}, 3*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	for _, name := range images.Names {
-		By("waiting for " + name + "'s pod to be Ready on " + localcluster.RealNodeName)
+		By("waiting for " + name + "'s pod to be Ready on " + env.nodeName)
 		Eventually(func(g Gomega) {
 			pod := onePod(g, ctx, name)
-			g.Expect(pod.Spec.NodeName).To(Equal(localcluster.RealNodeName))
+			g.Expect(pod.Spec.NodeName).To(Equal(env.nodeName))
 			g.Expect(podReady(pod)).To(BeTrue(), "pod %s: %s", pod.Name, podSummary(pod))
 			g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(ContainSubstring(digests[name].DigestStr()), "the image pulled is the one pushed")
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())

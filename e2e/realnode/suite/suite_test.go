@@ -21,20 +21,28 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
 )
 
 // env is what every spec may use.
 var env struct {
-	cluster    *localcluster.Cluster
-	cfg        *rest.Config
-	kubeconfig string
-	clientset  kubernetes.Interface
-	registry   *localcluster.Registry
-	repoRoot   string
-	binDir     string
-	dir        string
+	// cluster is the real-node cluster (nil on kind); kindNode the kind node (nil on a real node).
+	cluster  *localcluster.Cluster
+	kindNode *localcluster.KindNode
+	// nodeName is the one node's name, netns the network namespace of its node, pod and Service
+	// addresses, containerProcesses the PIDs of its pods' processes as this machine sees them.
+	nodeName           string
+	netns              *localcluster.Netns
+	containerProcesses func() []int
+	cfg                *rest.Config
+	kubeconfig         string
+	clientset          kubernetes.Interface
+	registry           *localcluster.Registry
+	repoRoot           string
+	binDir             string
+	dir                string
 }
 
 func TestRealNode(t *testing.T) {
@@ -55,13 +63,42 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	if env.binDir == "" {
 		env.binDir = filepath.Join(env.repoRoot, "bin")
 	}
+	iptablesBefore := hostIPTables()
+	dockerBefore := dockerAnswers()
+	DeferCleanup(func() {
+		Expect(hostIPTables()).To(Equal(iptablesBefore), "the host's iptables rules are untouched")
+		Expect(dockerAnswers()).To(Equal(dockerBefore), "the machine's Docker engine answers as before")
+	})
+	if node := os.Getenv("E2E_KIND_NODE"); node != "" {
+		upKind(ctx, node)
+	} else {
+		upRealNode(ctx)
+	}
+	env.clientset, err = kubernetes.NewForConfig(env.cfg)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("serving the OCI registry on 127.0.0.1 (pushes) and on the node's address inside its network namespace (pulls)")
+	env.registry, err = localcluster.StartRegistry("127.0.0.1:0", nil)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = env.registry.Stop(sctx)
+	})
+	if env.kindNode != nil {
+		Expect(env.kindNode.ServeRegistry(ctx, env.registry)).To(Succeed())
+	} else {
+		Expect(env.registry.ServeIn(env.netns)).To(Succeed())
+	}
+}, NodeTimeout(5*time.Minute))
+
+// upRealNode starts the local control plane and one real kubelet node in a network namespace of
+// their own (docs/real-nodes.md), and tears them down after the suite.
+func upRealNode(ctx SpecContext) {
 	bins, nodeBins, err := localcluster.CachedNodeBinaries(localcluster.DefaultCacheDir())
 	Expect(err).NotTo(HaveOccurred(), "the real-node tier needs the node binaries: run `make node-binaries`")
 	env.dir, err = os.MkdirTemp("", "olmv1-realnode-")
 	Expect(err).NotTo(HaveOccurred())
-
-	iptablesBefore := hostIPTables()
-	dockerBefore := dockerAnswers()
 
 	By("starting the control plane and a real kubelet node in a network namespace of their own")
 	start := time.Now()
@@ -73,28 +110,33 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		By("tearing the cluster down: no process, namespace, cgroup or mount may be left")
 		Expect(c.Stop()).To(Succeed())
 		Expect(c.Leftovers()).To(BeEmpty())
-		Expect(hostIPTables()).To(Equal(iptablesBefore), "the host's iptables rules are untouched")
-		Expect(dockerAnswers()).To(Equal(dockerBefore), "the machine's Docker engine answers as before")
 		fmt.Fprintf(GinkgoWriter, "real-node state and logs kept in %s\n", env.dir)
 	})
 	Expect(err).NotTo(HaveOccurred(), "logs in %s", filepath.Join(env.dir, "logs"))
 	fmt.Fprintf(GinkgoWriter, "real-node cluster up in %s\n", time.Since(start).Round(100*time.Millisecond))
 	env.cluster, env.kubeconfig = c, c.Kubeconfig
+	env.nodeName, env.netns, env.containerProcesses = localcluster.RealNodeName, c.Netns, c.ContainerProcesses
 	env.cfg, err = c.RESTConfig()
 	Expect(err).NotTo(HaveOccurred())
-	env.clientset, err = kubernetes.NewForConfig(env.cfg)
-	Expect(err).NotTo(HaveOccurred())
+}
 
-	By("serving the OCI registry on 127.0.0.1 (pushes) and on the node's address inside the namespace (pulls)")
-	env.registry, err = localcluster.StartRegistry("127.0.0.1:0", nil)
+// upKind uses the running kind cluster whose node container is node (`make kind-e2e` creates it
+// with the node image built here, and deletes it after): $KUBECONFIG is its kubeconfig. The same
+// specs then run with the pods on kind's kubelet, inside a Docker container.
+func upKind(ctx SpecContext, node string) {
+	env.kubeconfig = os.Getenv("KUBECONFIG")
+	Expect(env.kubeconfig).NotTo(BeEmpty(), "E2E_KIND_NODE needs KUBECONFIG: the kind cluster's kubeconfig (bin/kind-kubeconfig)")
+	var err error
+	env.dir, err = os.MkdirTemp("", "olmv1-realnode-kind-")
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = env.registry.Stop(sctx)
-	})
-	Expect(env.registry.ServeIn(c.Netns)).To(Succeed())
-}, NodeTimeout(5*time.Minute))
+	By("using kind node " + node + " (pods on kind's kubelet in a Docker container)")
+	env.kindNode, err = localcluster.InspectKindNode(ctx, node)
+	Expect(err).NotTo(HaveOccurred())
+	env.nodeName, env.netns, env.containerProcesses = node, env.kindNode.Netns, env.kindNode.ContainerProcesses
+	env.cfg, err = clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(GinkgoWriter, "kind node %s: address %s, init pid %d\n", node, env.netns.NodeIP, env.kindNode.PID)
+}
 
 // hostIPTables is this machine's own iptables rule set (iptables-save without the packet counters,
 // which traffic changes), or the error that reading it gave.
