@@ -3,12 +3,11 @@ package bundletest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
 )
 
 // The install modes of a registry+v1 bundle, in the order they are tested.
@@ -39,81 +38,28 @@ type Bundle struct {
 	CRDs []string
 }
 
-// ReadBundle reads the bundle directory dir: its package from metadata/annotations.yaml and the
-// rest from the ClusterServiceVersion and CRDs in manifests/.
+// ReadBundle reads the bundle directory dir with localcluster.ReadBundleDir (the reader the corpus
+// specs use) and keeps what a bundle test needs: the package must be named, the install modes are
+// put in InstallModes order and the alm-examples are parsed.
 func ReadBundle(dir string) (*Bundle, error) {
-	b := &Bundle{Dir: dir}
-	var ann struct {
-		Annotations map[string]string `json:"annotations"`
-	}
-	if err := readYAML(filepath.Join(dir, "metadata", "annotations.yaml"), &ann); err != nil {
-		return nil, fmt.Errorf("bundle %s is not a registry+v1 bundle (metadata/annotations.yaml): %w", dir, err)
-	}
-	b.Package = ann.Annotations["operators.operatorframework.io.bundle.package.v1"]
-	if b.Package == "" {
-		return nil, fmt.Errorf("bundle %s: metadata/annotations.yaml has no operators.operatorframework.io.bundle.package.v1", dir)
-	}
-	for _, c := range strings.Split(ann.Annotations["operators.operatorframework.io.bundle.channels.v1"], ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			b.Channels = append(b.Channels, c)
-		}
-	}
-	b.DefaultChannel = ann.Annotations["operators.operatorframework.io.bundle.channel.default.v1"]
-	if b.DefaultChannel == "" && len(b.Channels) > 0 {
-		b.DefaultChannel = b.Channels[0]
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, "manifests"))
+	cb, err := localcluster.ReadBundleDir(dir, dir)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
-	var csv *csvFields
-	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".json")) {
-			continue
-		}
-		var m csvFields
-		if err := readYAML(filepath.Join(dir, "manifests", e.Name()), &m); err != nil {
-			return nil, fmt.Errorf("bundle %s: manifests/%s: %w", dir, e.Name(), err)
-		}
-		switch m.Kind {
-		case "ClusterServiceVersion":
-			mm := m
-			csv = &mm
-		case "CustomResourceDefinition":
-			b.CRDs = append(b.CRDs, m.Metadata.Name)
-		}
+	if cb.Package == "" {
+		return nil, fmt.Errorf("bundle %s: metadata/annotations.yaml has no operators.operatorframework.io.bundle.package.v1", dir)
 	}
-	if csv == nil {
-		return nil, fmt.Errorf("bundle %s: no ClusterServiceVersion in manifests/", dir)
-	}
-	b.Name, b.Version = csv.Metadata.Name, csv.Spec.Version
+	b := &Bundle{Dir: dir, Package: cb.Package, Name: cb.CSVName, Version: cb.Version,
+		Channels: cb.Channels, DefaultChannel: cb.DefaultChannel, CRDs: cb.CRDs}
 	for _, mode := range InstallModes {
-		for _, im := range csv.Spec.InstallModes {
-			if im.Type == mode && im.Supported {
-				b.InstallModes = append(b.InstallModes, mode)
-			}
+		if cb.Supports(mode) {
+			b.InstallModes = append(b.InstallModes, mode)
 		}
 	}
-	if b.Examples, err = parseExamples(csv.Metadata.Annotations["alm-examples"]); err != nil {
+	if b.Examples, err = parseExamples(cb.ALMExamples); err != nil {
 		return nil, fmt.Errorf("bundle %s: CSV %s: annotation alm-examples: %w", dir, b.Name, err)
 	}
 	return b, nil
-}
-
-// csvFields are the fields of a manifest that ReadBundle reads.
-type csvFields struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Name        string            `json:"name"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		Version      string `json:"version"`
-		InstallModes []struct {
-			Type      string `json:"type"`
-			Supported bool   `json:"supported"`
-		} `json:"installModes"`
-	} `json:"spec"`
 }
 
 // parseExamples parses an alm-examples annotation: a JSON array of objects (empty: none).
@@ -134,14 +80,6 @@ func parseExamples(s string) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
-}
-
-func readYAML(path string, into any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return yaml.Unmarshal(data, into)
 }
 
 // ParseInstallModes parses a comma-separated list of install modes (case-insensitive).

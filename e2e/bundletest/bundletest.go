@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
+	rukpaksource "github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
 // Options configure a bundle test.
@@ -88,6 +89,8 @@ type tester struct {
 	bundle, prev *source
 	// catalog is the FBC content taken from Options.Catalog (nil without it).
 	catalog *fromCatalog
+	// unpacker pulls the images the test reads (made by the first pull).
+	unpacker *rukpaksource.DiskUnpacker
 }
 
 // Run runs the bundle test and returns its report (also printed to Out, and written to JUnit). The

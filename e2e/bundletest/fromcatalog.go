@@ -28,8 +28,8 @@ type fromCatalog struct {
 // the bundle's default channel the previous version: its image is copied into the throw-away
 // registry and read.
 func (t *tester) readCatalog(ctx context.Context) (string, error) {
-	dir := filepath.Join(t.work, "from-catalog")
-	if err := pullToDir(ctx, t.o.Catalog, dir, t.o.Insecure); err != nil {
+	dir, err := t.pullToDir(ctx, t.o.Catalog, "from-catalog")
+	if err != nil {
 		return "", err
 	}
 	blobs, err := readFBC(dir)

@@ -1,17 +1,12 @@
 package bundletest
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
@@ -68,8 +63,9 @@ func (t *tester) readSource(ctx context.Context, arg, name string) (*source, err
 		if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
 			return nil, fmt.Errorf("%s is not a bundle directory: %v", arg, err)
 		}
-		s.Image, dir = arg, filepath.Join(t.work, name)
-		if err := pullToDir(ctx, arg, dir, t.o.Insecure); err != nil {
+		s.Image = arg
+		var err error
+		if dir, err = t.pullToDir(ctx, arg, name); err != nil {
 			return nil, err
 		}
 	}
@@ -128,68 +124,4 @@ func (t *tester) pushSource(ctx context.Context, s *source) error {
 		return fmt.Errorf("pushing %s: %w", s.Ref, err)
 	}
 	return nil
-}
-
-// pullToDir pulls the image ref and writes its flattened filesystem (directories and regular files)
-// into dir.
-func pullToDir(ctx context.Context, ref, dir string, insecure bool) error {
-	opts := []crane.Option{crane.WithContext(ctx)}
-	if insecure {
-		opts = append(opts, crane.Insecure)
-	}
-	img, err := crane.Pull(ref, opts...)
-	if err != nil {
-		return fmt.Errorf("pull %s: %w (check the reference and `docker login`; use --insecure for a plain-HTTP registry)", ref, err)
-	}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	if err := untar(rc, dir); err != nil {
-		return fmt.Errorf("pull %s: %w", ref, err)
-	}
-	return nil
-}
-
-// untar writes the directories and regular files of the tar stream r under dir, refusing paths
-// that leave it; other entries (links, devices) are ignored.
-func untar(r io.Reader, dir string) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(filepath.FromSlash(strings.TrimPrefix(h.Name, "/")))
-		if name == "." {
-			continue
-		}
-		if name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) || filepath.IsAbs(name) {
-			return fmt.Errorf("image file %q is outside the image root", h.Name)
-		}
-		p := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			// A bundle or catalog image holds manifests: 1 GiB per file is far beyond any.
-			_, err = io.Copy(f, io.LimitReader(tr, 1<<30))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
 }

@@ -36,6 +36,12 @@ type CorpusBundle struct {
 	DefaultChannel string
 	// InstallModes are the install modes the CSV supports, in the order it lists them.
 	InstallModes []string
+	// ALMExamples is the CSV's alm-examples annotation as written (a JSON array of custom
+	// resources; "" when absent). It is not parsed here: a corpus bundle with a broken one is still
+	// read.
+	ALMExamples string
+	// CRDs are the names of the CustomResourceDefinitions in manifests/, in file order.
+	CRDs []string
 	// Webhooks counts spec.webhookdefinitions; Deployments are the names of spec.install's deployments.
 	Webhooks    int
 	Deployments []string
@@ -144,12 +150,15 @@ func ReadCorpusBundles(testdata string, subs ...string) ([]CorpusBundle, error) 
 	return out, nil
 }
 
-// ReadBundleDir reads the registry+v1 bundle in dir.
+// ReadBundleDir reads the registry+v1 bundle in dir: metadata/annotations.yaml, every .yaml, .yml
+// and .json file of manifests/ (other files are counted in Bytes only) and, when present,
+// metadata/dependencies.yaml and metadata/properties.yaml. It is the one reader of bundle
+// directories for the corpus specs and the bundle test (e2e/bundletest).
 func ReadBundleDir(dir, source string) (CorpusBundle, error) {
 	b := CorpusBundle{Dir: dir, Source: source}
 	var ann struct{ Annotations map[string]string }
 	if err := readYAML(filepath.Join(dir, "metadata", "annotations.yaml"), &ann); err != nil {
-		return b, err
+		return b, fmt.Errorf("%s is not a registry+v1 bundle (metadata/annotations.yaml): %w", dir, err)
 	}
 	b.Package = ann.Annotations["operators.operatorframework.io.bundle.package.v1"]
 	for _, c := range strings.Split(ann.Annotations["operators.operatorframework.io.bundle.channels.v1"], ",") {
@@ -175,9 +184,22 @@ func ReadBundleDir(dir, source string) (CorpusBundle, error) {
 			return b, err
 		}
 		b.Bytes += int64(len(data))
+		if !isManifestFile(f.Name()) {
+			continue
+		}
 		kind := topLevelKind(data)
 		if kind != "" && kind != "ClusterServiceVersion" {
-			// Converting a large CRD from YAML only to learn its kind costs seconds over a corpus.
+			// Converting a large CRD from YAML only to learn its kind (or name) costs seconds over a
+			// corpus.
+			if kind == "CustomResourceDefinition" {
+				name, ok := topLevelName(data)
+				if !ok {
+					if name, err = crdName(data); err != nil {
+						return b, fmt.Errorf("%s: %w", filepath.Join(dir, "manifests", f.Name()), err)
+					}
+				}
+				b.CRDs = append(b.CRDs, name)
+			}
 			b.Kinds = append(b.Kinds, kind)
 			continue
 		}
@@ -186,8 +208,11 @@ func ReadBundleDir(dir, source string) (CorpusBundle, error) {
 			return b, fmt.Errorf("%s: %w", filepath.Join(dir, "manifests", f.Name()), err)
 		}
 		b.Kinds = append(b.Kinds, doc.Kind)
-		if doc.Kind == "ClusterServiceVersion" {
+		switch doc.Kind {
+		case "ClusterServiceVersion":
 			csv = &doc
+		case "CustomResourceDefinition": // JSON, or YAML without a top-level kind: line
+			b.CRDs = append(b.CRDs, doc.Metadata.Name)
 		}
 	}
 	if csv == nil {
@@ -212,6 +237,7 @@ func ReadBundleDir(dir, source string) (CorpusBundle, error) {
 func (b *CorpusBundle) describeCSV(csv *csvDoc) {
 	b.CSVName, b.Version = csv.Metadata.Name, csv.Spec.Version
 	b.SuggestedNamespace = csv.Metadata.Annotations["operatorframework.io/suggested-namespace"]
+	b.ALMExamples = csv.Metadata.Annotations["alm-examples"]
 	for _, m := range csv.Spec.InstallModes {
 		if m.Supported {
 			b.InstallModes = append(b.InstallModes, m.Type)
@@ -453,6 +479,63 @@ func channelHead(ch fbcBlob) string {
 		}
 	}
 	return head
+}
+
+// isManifestFile reports whether a file of manifests/ is read as a manifest (by its extension).
+func isManifestFile(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
+}
+
+// topLevelName is the metadata.name of a block-style YAML document found by its lines: the
+// "name:" line directly under the top-level "metadata:" line, at the indentation of the first
+// field there. ok is false when that shape is not found (flow style, JSON, no name); the caller
+// then parses the document.
+func topLevelName(data []byte) (name string, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	for i, line := range lines {
+		if strings.TrimRight(line, " \r") != "metadata:" {
+			continue
+		}
+		indent := ""
+		for _, l := range lines[i+1:] {
+			l = strings.TrimRight(l, " \r")
+			trimmed := strings.TrimLeft(l, " ")
+			if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+				continue
+			}
+			if len(trimmed) == len(l) {
+				return "", false // metadata ended without a name
+			}
+			if indent == "" {
+				indent = l[:len(l)-len(trimmed)]
+			}
+			if l[:len(l)-len(trimmed)] != indent {
+				continue // deeper (labels, annotations ...) or malformed
+			}
+			if v, found := strings.CutPrefix(trimmed, "name:"); found {
+				if c := strings.Index(v, " #"); c >= 0 {
+					v = v[:c]
+				}
+				v = strings.Trim(strings.TrimSpace(v), `"'`)
+				return v, v != ""
+			}
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// crdName parses a manifest for its metadata.name.
+func crdName(data []byte) (string, error) {
+	var doc struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return "", err
+	}
+	return doc.Metadata.Name, nil
 }
 
 // topLevelKind is the value of a YAML document's top-level "kind:" line ("" when there is none, e.g.

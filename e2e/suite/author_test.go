@@ -13,12 +13,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/olmv1/olmv1/e2e/bundletest"
 	"github.com/olmv1/olmv1/platform/sharedtestdata"
 )
 
@@ -230,20 +236,112 @@ var _ = Describe("bundle test", Label("author"), func() {
 		Expect(mustKubectlOLMv1(ctx, "catalog", "graph", catalogDir, "gizmo-operator", "-o", "mermaid")).To(MatchRegexp(`(?m)^  n0 -->\|"alpha"\| n1$`))
 	}, NodeTimeout(bundleTestTimeout))
 
-	It("tests a real bundle of the corpus (kaoto-operator 2.11.0)", func(ctx SpecContext) {
+	It("generates a composite meta package with --requires-package, and installing it installs the packages it requires", func(ctx SpecContext) {
+		// A CRD and no Deployment: the package only pulls in alpha-operator and beta-operator (the
+		// composite fixture's bundles).
+		plain := filepath.Join(env.repoRoot, fixture, "composite-plain")
+		deps := filepath.Join(env.repoRoot, "e2e", "testdata", "composite-operator", "bundles")
+		gen := filepath.Join(GinkgoT().TempDir(), "stack-operator")
+		_, warnings, err := kubectlOLMv1(ctx, "bundle", "generate", plain, "--package", "stack-operator", "--version", "1.0.0", "--channels", "stable",
+			"--requires-package", "alpha-operator:>=1.0.0", "--requires-package", "beta-operator:>=1.0.0", "--output", gen)
+		Expect(err).NotTo(HaveOccurred(), warnings)
+		Expect(warnings).To(ContainSubstring("the manifests hold no Deployment"))
+		depsFile, err := os.ReadFile(filepath.Join(gen, "metadata", "dependencies.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(depsFile)).To(And(ContainSubstring("packageName: alpha-operator"), ContainSubstring("packageName: beta-operator")))
+
+		By("pushing the composite bundle and its dependencies, and serving a catalog of them")
+		reg := env.registry.Addr
+		catalogDir := filepath.Join(GinkgoT().TempDir(), "catalog")
+		for dir, ref := range map[string]string{
+			gen: reg + "/author/stack-operator-bundle:1.0.0",
+			filepath.Join(deps, "alpha-operator/1.0.0"): reg + "/author/alpha-operator-bundle:1.0.0",
+			filepath.Join(deps, "beta-operator/1.0.0"):  reg + "/author/beta-operator-bundle:1.0.0",
+		} {
+			mustKubectlOLMv1(ctx, "bundle", "push", dir, ref, "--insecure")
+			mustKubectlOLMv1(ctx, "catalog", "add-bundle", catalogDir, ref, "--insecure")
+		}
+		catalogRef := reg + "/author/stack-catalog:latest"
+		mustKubectlOLMv1(ctx, "catalog", "push", catalogDir, catalogRef, "--insecure")
+		dc, err := dynamic.NewForConfig(env.cfg)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = dc.Resource(catalogGVR).Delete(ctx, "stack-catalog", metav1.DeleteOptions{})
+		})
+		mustKubectlOLMv1(ctx, "catalog", "add", "stack-catalog", catalogRef, "--wait", "--timeout", "2m")
+
+		By("install --dependency-policy Install of the composite package")
+		ops := dc.Resource(operatorGVR)
+		DeferCleanup(func(ctx SpecContext) {
+			// Not `kubectl olmv1 uninstall`: a cleanup cannot make the temporary directory it needs.
+			_ = ops.Delete(ctx, "stack", metav1.DeleteOptions{})
+			for _, dep := range []string{"stack", "alpha-operator", "beta-operator"} {
+				Eventually(func() error { _, err := ops.Get(ctx, dep, metav1.GetOptions{}); return err }).WithContext(ctx).
+					WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(Satisfy(apierrors.IsNotFound), "Operator %s is deleted (the dependencies with their dependent)", dep)
+			}
+		})
+		_, errOut, err := kubectlOLMv1(ctx, "install", "stack-operator", "--name", "stack", "--dependency-policy", "Install", "--wait", "--timeout", "4m")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(errOut).To(ContainSubstring("installed stack-operator.v1.0.0"))
+
+		By("operator-controller created an Operator for each required package, and each is Installed")
+		stack, err := ops.Get(ctx, "stack", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(findCondition(stack, "Installed")).To(HaveKeyWithValue("status", "True"))
+		for _, dep := range []string{"alpha-operator", "beta-operator"} {
+			Eventually(func(g Gomega) {
+				op, err := ops.Get(ctx, dep, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(op.GetLabels()).To(HaveKeyWithValue("operators.operatorframework.io/dependency", "true"))
+				g.Expect(op.GetOwnerReferences()).To(ConsistOf(HaveField("Name", "stack")))
+				g.Expect(op.Object["spec"]).To(HaveKeyWithValue("packageName", dep))
+				c := findCondition(op, "Installed")
+				g.Expect(c).To(HaveKeyWithValue("status", "True"), "Operator %s: %v", dep, op.Object["status"])
+				g.Expect(c["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()))
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		}
+		deps2, _, _ := unstructured.NestedSlice(stack.Object, "status", "dependencies")
+		Expect(deps2).To(ConsistOf(
+			And(HaveKeyWithValue("package", "alpha-operator"), HaveKeyWithValue("operator", "alpha-operator"), HaveKeyWithValue("requiredBy", ContainSubstring("olm.package.required"))),
+			And(HaveKeyWithValue("package", "beta-operator"), HaveKeyWithValue("operator", "beta-operator"), HaveKeyWithValue("requiredBy", ContainSubstring("olm.package.required"))),
+		))
+		_, err = env.clientset.CoreV1().Namespaces().Get(ctx, cliNestedString(stack.Object, "status", "installNamespace"), metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the composite package's install namespace")
+		crd, err := dc.Resource(crdGVR).Get(ctx, "stacks.composite.olmv1.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the composite package's own CRD is installed")
+		Expect(crd.GetName()).To(Equal("stacks.composite.olmv1.io"))
+	}, NodeTimeout(bundleTestTimeout))
+
+	// Real bundles of the corpus that pass. Not ack-s3, ack-kinesis, ack-mwaa or cluster-relocation
+	// (the API server refuses their alm-examples), nor openebs 3.0.0 (its CRD carries the v1beta1
+	// field spec.version, which server-side apply refuses).
+	DescribeTable("tests a real bundle of the corpus", func(ctx SpecContext, pkg, version string, modes []string, example, accepted string) {
 		root, _ := sharedtestdata.Root()
-		dir := filepath.Join(root, "corpus", "kaoto-operator", "2.11.0")
+		dir := filepath.Join(root, "corpus", pkg, version)
 		if _, err := os.Stat(dir); err != nil {
 			Skip(fmt.Sprintf("the real bundle %s is absent (set OLMV1_TESTDATA to the shared testdata folder to run this): %v", dir, err))
 		}
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
+		start := time.Now()
 		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", dir, "--junit", report)
+		fmt.Fprintf(GinkgoWriter, "bundle test of %s %s took %s\n", pkg, version, time.Since(start).Round(time.Second))
+		AddReportEntry("bundle test duration "+pkg+" "+version, time.Since(start).Round(time.Second).String())
 		Expect(code).To(Equal(0), out)
 		cases, _, failures := readJUnit(report)
 		Expect(failures).To(BeZero())
-		Expect(cases).To(HaveKey("install AllNamespaces"), "the CSV supports AllNamespaces only")
-		Expect(cases).To(HaveKey("example Kaoto kaoto-demo (AllNamespaces)"))
-		Expect(cases).To(HaveKey("uninstall AllNamespaces"))
-		Expect(out).To(ContainSubstring("the API server accepted designer.kaoto.io/v1alpha1 kaoto-demo"))
-	}, NodeTimeout(bundleTestTimeout))
+		for _, mode := range bundletest.InstallModes {
+			if slices.Contains(modes, mode) {
+				Expect(cases).To(HaveKey("install "+mode), "the CSV supports %s", mode)
+				Expect(cases).To(HaveKey("example " + example + " (" + mode + ")"))
+				Expect(cases).To(HaveKey("uninstall " + mode))
+			} else {
+				Expect(cases).NotTo(HaveKey("install "+mode), "the CSV does not support %s", mode)
+			}
+		}
+		Expect(out).To(ContainSubstring("the API server accepted " + accepted))
+	},
+		Entry("kaoto-operator 2.11.0", "kaoto-operator", "2.11.0", []string{"AllNamespaces"}, "Kaoto kaoto-demo", "designer.kaoto.io/v1alpha1 kaoto-demo", NodeTimeout(bundleTestTimeout)),
+		Entry("seldon-operator 1.16.0", "seldon-operator", "1.16.0", []string{"AllNamespaces", "OwnNamespace", "SingleNamespace"},
+			"SeldonDeployment seldon-model", "machinelearning.seldon.io/v1 seldon-model", NodeTimeout(bundleTestTimeout)),
+	)
 })
