@@ -12,7 +12,9 @@
 //     condition transition, Warning while failing, and one-off Normal/Warning Events; no other code
 //     calls a recorder (TestNoEventCallsOutsideThePolicy).
 //   - paused: the Paused condition of every kind with spec.paused (SetCondition: one way to report it).
-//   - objmeta: the finalizer and owned labels a controller keeps on what it reconciles (Ensure).
+//   - objmeta: the finalizer and owned labels a controller keeps on what it reconciles (Ensure,
+//     RemoveFinalizer).
+//   - statuspatch: the one status write of a reconcile (IfChanged: a merge patch, only on a change).
 //   - yamlalias: the YAML alias-bomb guard of catalogs and bundles.
 //   - sharedtestdata: where the shared real test data is (../shared/testdata, $OLMV1_TESTDATA).
 //   - apiservertest: the integration-test harness of every module: a real kube-apiserver and etcd

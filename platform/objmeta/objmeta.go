@@ -41,3 +41,19 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, kind, final
 	}
 	return nil
 }
+
+// RemoveFinalizer takes finalizer off obj (a kind named kind, for the error) in one merge patch,
+// when it is there: the last step of finalizing, after which the API server may delete obj. There is
+// no optimistic lock: removing a finalizer is right whatever else changed meanwhile. The error wraps
+// the API server's (a NotFound means the object is gone already; callers decide what that means).
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, kind, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("removing finalizer %s from %s %q: %w", finalizer, kind, obj.GetName(), err)
+	}
+	return nil
+}

@@ -390,3 +390,21 @@ func TestLoopWakesOnTrigger(t *testing.T) {
 		t.Errorf("passes %d, triggers seen %d; want a pass per trigger", passes, triggered)
 	}
 }
+
+// A replaced CA is kept trusted up to, not including, its NotAfter.
+func TestKeepReplacedCA(t *testing.T) {
+	notAfter := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	c := &x509.Certificate{NotBefore: notAfter.Add(-24 * time.Hour), NotAfter: notAfter}
+	for _, tc := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{notAfter.Add(-time.Second), true},
+		{notAfter, false},
+		{notAfter.Add(time.Second), false},
+	} {
+		if got := KeepReplacedCA(c, tc.now); got != tc.want {
+			t.Errorf("KeepReplacedCA at %s (NotAfter %s) = %v, want %v", tc.now, notAfter, got, tc.want)
+		}
+	}
+}

@@ -71,3 +71,25 @@ func (l Loop) Run(ctx context.Context, first time.Time, pass func(context.Contex
 		next = pass(ctx)
 	}
 }
+
+// The shape every certificate rotator of OLM v1 shares (rukpak's bundle-webhook CA and the
+// platform certificates): a Loop whose passes look again at least every RotationRecheck, wait
+// RotationRetry after a failure, backdate what they issue by Backdate, and keep a replaced CA
+// trusted while KeepReplacedCA says so.
+const (
+	// RotationRecheck bounds how long a rotator sleeps: it re-reads its Secrets at least this often,
+	// so that it follows a change someone else made (another replica, a helm upgrade, a person).
+	RotationRecheck = time.Hour
+	// RotationRetry is the wait after a failed pass.
+	RotationRetry = time.Minute
+	// Backdate is subtracted from now for the NotBefore of what a rotator issues, tolerating clock
+	// skew between nodes.
+	Backdate = time.Hour
+)
+
+// KeepReplacedCA is the rule for a CA that a rotation replaced: it stays trusted (beside the new
+// one, so that clients and servers still on it keep working while mounted Secrets and caBundles
+// follow) until it expires, and is dropped from then on.
+func KeepReplacedCA(replaced *x509.Certificate, now time.Time) bool {
+	return now.Before(replaced.NotAfter)
+}

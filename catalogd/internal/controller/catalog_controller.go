@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +21,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/objmeta"
+	"github.com/olmv1/olmv1/platform/statuspatch"
 	"github.com/olmv1/olmv1/platform/step"
 )
 
@@ -193,12 +192,7 @@ func (r *CatalogReconciler) finalize(ctx context.Context, cat *catalogdv1alpha1.
 		return err
 	}
 	conditionevents.Normal(r.Recorder, cat, "ContentDeleted", "Delete", "removed the stored content of the catalog")
-	patch := client.MergeFrom(cat.DeepCopy())
-	controllerutil.RemoveFinalizer(cat, Finalizer)
-	if err := r.Client.Patch(ctx, cat, patch); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
+	return client.IgnoreNotFound(objmeta.RemoveFinalizer(ctx, r.Client, cat, "Catalog", Finalizer))
 }
 
 // eventPolicy is catalogd's: Paused=False is no failure, a Pending Unpacked is progress, and
@@ -211,12 +205,11 @@ var eventPolicy = conditionevents.Policy{
 
 // patchStatus writes status when it changed and records an Event for each condition transition.
 func (r *CatalogReconciler) patchStatus(ctx context.Context, before, after *catalogdv1alpha1.Catalog) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
+	patched, err := statuspatch.IfChanged(ctx, r.Client, "Catalog", before, after, catalogStatus)
+	if patched {
+		eventPolicy.Record(r.Recorder, after, before.Status.Conditions, after.Status.Conditions)
 	}
-	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("updating the status of catalog %q: %w", after.Name, err)
-	}
-	eventPolicy.Record(r.Recorder, after, before.Status.Conditions, after.Status.Conditions)
-	return nil
+	return err
 }
+
+func catalogStatus(c *catalogdv1alpha1.Catalog) catalogdv1alpha1.CatalogStatus { return c.Status }

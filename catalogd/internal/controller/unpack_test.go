@@ -1,11 +1,8 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,37 +17,20 @@ import (
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
-// oneImage is a source.Unpacker whose every image is digest with files, or fails with err.
-type oneImage struct {
-	digest string
-	dir    string
-	err    error
-}
-
-func (o *oneImage) Unpack(_ context.Context, _ string, _ rukpakv1alpha1.Source, opts source.Options) (*source.Result, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	rs := rukpakv1alpha1.ResolvedSource{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ResolvedImageSource{Ref: o.digest}}
-	unchanged := opts.Previous != nil && opts.Previous.Image != nil && opts.Previous.Image.Ref == o.digest
-	return &source.Result{Dir: o.dir, ResolvedSource: rs, Unchanged: unchanged}, nil
-}
-
-func (o *oneImage) Cleanup(context.Context, string) error { return nil }
-
-func newImage(t *testing.T, digest, channelEntry string) *oneImage {
+// newImage is an unpacker whose image reg/foo:latest is digest with a catalog of package foo whose
+// channel lists channelEntry.
+func newImage(t *testing.T, digest, channelEntry string) *unpackertest.Unpacker {
 	t.Helper()
-	dir := t.TempDir()
 	fbc := fmt.Sprintf(`{"schema":"olm.package","name":"foo","defaultChannel":"stable"}
 {"schema":"olm.channel","package":"foo","name":"stable","entries":[{"name":%q}]}
 {"schema":"olm.bundle","package":"foo","name":"foo.v1.0.0","image":"example.com/foo:v1","properties":[{"type":"olm.package","value":{"packageName":"foo","version":"1.0.0"}}]}
 `, channelEntry)
-	if err := os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(fbc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return &oneImage{digest: digest, dir: dir}
+	u := unpackertest.New(t)
+	u.PushAs("reg/foo:latest", digest, map[string]string{"catalog.json": fbc})
+	return u
 }
 
 func newStepsReconciler(t *testing.T, u source.Unpacker) *CatalogReconciler {
@@ -86,13 +66,13 @@ func TestUnpackStepsDecideReasonAndRetry(t *testing.T) {
 		want             ctrl.Result
 		wantErr, backoff bool
 	}{
-		"not found is retried with backoff": {unpacker: func(*testing.T) source.Unpacker { return &oneImage{err: notFound} },
+		"not found is retried with backoff": {unpacker: func(*testing.T) source.Unpacker { return unpackertest.Failing(notFound) },
 			poll: time.Minute, reason: catalogdv1alpha1.ReasonUnpackFailed, message: "generation 2: " + notFound.Message, wantErr: true, backoff: true},
-		"Retry-After is honoured": {unpacker: func(*testing.T) source.Unpacker { return &oneImage{err: busy} },
+		"Retry-After is honoured": {unpacker: func(*testing.T) source.Unpacker { return unpackertest.Failing(busy) },
 			reason: catalogdv1alpha1.ReasonUnpackFailed, message: "generation 2: 429", want: ctrl.Result{RequeueAfter: 42 * time.Second}},
-		"a bad reference waits for the next poll": {unpacker: func(*testing.T) source.Unpacker { return &oneImage{err: badRef} },
+		"a bad reference waits for the next poll": {unpacker: func(*testing.T) source.Unpacker { return unpackertest.Failing(badRef) },
 			poll: time.Minute, reason: catalogdv1alpha1.ReasonUnpackFailed, terminal: true, want: ctrl.Result{RequeueAfter: time.Minute}},
-		"a bad reference without polling is terminal": {unpacker: func(*testing.T) source.Unpacker { return &oneImage{err: badRef} },
+		"a bad reference without polling is terminal": {unpacker: func(*testing.T) source.Unpacker { return unpackertest.Failing(badRef) },
 			reason: catalogdv1alpha1.ReasonUnpackFailed, terminal: true, wantErr: true},
 		"an invalid catalog is terminal": {unpacker: func(t *testing.T) source.Unpacker { return newImage(t, "reg/foo@sha256:1", "foo.v9") },
 			poll: time.Minute, reason: catalogdv1alpha1.ReasonInvalidCatalog, terminal: true, want: ctrl.Result{RequeueAfter: time.Minute},

@@ -2,22 +2,17 @@ package replica
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
 // fooFiles is a valid catalog of package foo whose only bundle is version.
@@ -30,90 +25,17 @@ func fooFiles(version string) map[string]string {
 	}
 }
 
-// fakeImages is a source.Unpacker of Image sources: tags and digests map to catalog files, the
-// digest of a tag is the sha256 of its files. It honours Options.Previous and counts fetches.
-type fakeImages struct {
-	dir string
-
-	mu       sync.Mutex
-	refs     map[string]map[string]string // tag or digest reference -> files
-	digests  map[string]string            // tag or digest reference -> digest reference
-	fetches  int
-	cleanups []string
-}
-
-func newFakeImages(t *testing.T) *fakeImages {
-	return &fakeImages{dir: t.TempDir(), refs: map[string]map[string]string{}, digests: map[string]string{}}
-}
-
-// push makes tag (and its digest reference) serve files, and returns the digest reference.
-func (f *fakeImages) push(tag string, files map[string]string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h := sha256.New()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(h, "%s\x00%s\x00", n, files[n])
-	}
-	repo, _, _ := strings.Cut(tag, ":")
-	digest := repo + "@sha256:" + hex.EncodeToString(h.Sum(nil))
-	f.refs[tag], f.refs[digest] = files, files
-	f.digests[tag], f.digests[digest] = digest, digest
-	return digest
-}
-
-func (f *fakeImages) Unpack(_ context.Context, key string, src rukpakv1alpha1.Source, opts source.Options) (*source.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	files, ok := f.refs[src.Image.Ref]
-	if !ok {
-		return nil, &source.Error{Kind: source.KindNotFound, Reason: source.ReasonUnpackFailed, Retryable: true,
-			Message: fmt.Sprintf("image %q not found", src.Image.Ref)}
-	}
-	digest := f.digests[src.Image.Ref]
-	resolved := rukpakv1alpha1.ResolvedSource{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ResolvedImageSource{Ref: digest}}
-	dir := filepath.Join(f.dir, filepath.FromSlash(key))
-	if opts.Previous != nil && opts.Previous.Image != nil && opts.Previous.Image.Ref == digest {
-		return &source.Result{Dir: dir, ResolvedSource: resolved, Unchanged: true}, nil
-	}
-	f.fetches++
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return &source.Result{Dir: dir, ResolvedSource: resolved}, nil
-}
-
-func (f *fakeImages) Cleanup(_ context.Context, key string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cleanups = append(f.cleanups, key)
-	return os.RemoveAll(filepath.Join(f.dir, filepath.FromSlash(key)))
-}
-
 func image(ref string) rukpakv1alpha1.Source {
 	return rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: ref}}
 }
 
-func newTestLoader(t *testing.T) (*Loader, *fakeImages) {
+func newTestLoader(t *testing.T) (*Loader, *unpackertest.Unpacker) {
 	t.Helper()
 	store, err := storage.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	imgs := newFakeImages(t)
+	imgs := unpackertest.New(t)
 	return NewLoader(imgs, store, "olmv1-system"), imgs
 }
 
@@ -128,7 +50,7 @@ func mustLoad(t *testing.T, l *Loader, req Request) *Result {
 
 func TestLoadStoresThenReportsUnchanged(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	digest := imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	digest := imgs.Push("reg/foo:latest", fooFiles("1.0.0"))
 	first := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest")})
 	if first.Unchanged || first.Resolved.Image.Ref != digest {
 		t.Fatalf("first load: unchanged %v, resolved %+v, want %s", first.Unchanged, first.Resolved, digest)
@@ -138,22 +60,22 @@ func TestLoadStoresThenReportsUnchanged(t *testing.T) {
 	}
 
 	again := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest"), Previous: &first.Resolved, PreviousHash: first.Content.Hash})
-	if !again.Unchanged || again.Content.Hash != first.Content.Hash || imgs.fetches != 1 {
-		t.Errorf("same digest again: unchanged %v, hash %s, fetches %d; want unchanged, %s, 1", again.Unchanged, again.Content.Hash, imgs.fetches, first.Content.Hash)
+	if !again.Unchanged || again.Content.Hash != first.Content.Hash || imgs.Fetches() != 1 {
+		t.Errorf("same digest again: unchanged %v, hash %s, fetches %d; want unchanged, %s, 1", again.Unchanged, again.Content.Hash, imgs.Fetches(), first.Content.Hash)
 	}
 
 	// Previous is only trusted when the store serves PreviousHash.
 	other := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest"), Previous: &first.Resolved, PreviousHash: "sha256:other"})
-	if other.Unchanged || imgs.fetches != 2 {
-		t.Errorf("a status hash the store does not serve: unchanged %v, fetches %d; want a fetch", other.Unchanged, imgs.fetches)
+	if other.Unchanged || imgs.Fetches() != 2 {
+		t.Errorf("a status hash the store does not serve: unchanged %v, fetches %d; want a fetch", other.Unchanged, imgs.Fetches())
 	}
 }
 
 func TestLoadStoresOnlyTheWantedHash(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:latest", fooFiles("1.0.0"))
 	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:latest")})
-	imgs.push("reg/foo:latest", fooFiles("2.0.0"))
+	imgs.Push("reg/foo:latest", fooFiles("2.0.0"))
 
 	_, err := l.Load(t.Context(), Request{Catalog: "foo", Source: image("reg/foo:latest"), WantHash: "sha256:0000"})
 	var le *LoadError
@@ -175,9 +97,9 @@ func TestLoadStoresOnlyTheWantedHash(t *testing.T) {
 
 func TestLoadGuardRunsBeforeTheStoreChanges(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:v1", fooFiles("1.0.0"))
 	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
-	imgs.push("reg/foo:v2", fooFiles("2.0.0"))
+	imgs.Push("reg/foo:v2", fooFiles("2.0.0"))
 	stop := errors.New("leading now")
 	_, err := l.Load(t.Context(), Request{Catalog: "foo", Source: image("reg/foo:v2"), Guard: func() error { return stop }})
 	if !errors.Is(err, stop) {
@@ -196,11 +118,11 @@ func TestLoadGuardRunsBeforeTheStoreChanges(t *testing.T) {
 
 func TestLoadFailuresKeepTheServedContent(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:v1", fooFiles("1.0.0"))
 	v1 := mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
 	bad := fooFiles("2.0.0")
 	bad["foo/catalog.json"] = strings.Replace(bad["foo/catalog.json"], `"entries":[{"name":"foo.v2.0.0"}]`, `"entries":[{"name":"foo.v9"}]`, 1)
-	imgs.push("reg/foo:bad", bad)
+	imgs.Push("reg/foo:bad", bad)
 
 	cases := map[string]struct {
 		ref   string
@@ -228,7 +150,7 @@ func TestLoadFailuresKeepTheServedContent(t *testing.T) {
 
 func TestRemoveDropsContentAndUnpackedSource(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:v1", fooFiles("1.0.0"))
 	mustLoad(t, l, Request{Catalog: "foo", Source: image("reg/foo:v1")})
 	if err := l.Remove(t.Context(), "foo", nil); err != nil {
 		t.Fatal(err)
@@ -236,8 +158,8 @@ func TestRemoveDropsContentAndUnpackedSource(t *testing.T) {
 	if _, ok := l.Store.Get("foo"); ok {
 		t.Errorf("content still served after Remove")
 	}
-	if !slices.Equal(imgs.cleanups, []string{"catalog/foo"}) {
-		t.Errorf("unpacker cleanups %v, want [catalog/foo]", imgs.cleanups)
+	if !slices.Equal(imgs.Cleanups(), []string{"catalog/foo"}) {
+		t.Errorf("unpacker cleanups %v, want [catalog/foo]", imgs.Cleanups())
 	}
 	if err := l.Remove(t.Context(), "foo", nil); err != nil {
 		t.Errorf("removing twice: %v", err)
@@ -247,7 +169,7 @@ func TestRemoveDropsContentAndUnpackedSource(t *testing.T) {
 // Loads and removals of one catalog never overlap: a guard sees the state the store is left in.
 func TestLoaderSerialisesOneCatalog(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:v1", fooFiles("1.0.0"))
 	inGuard := make(chan struct{})
 	release := make(chan struct{})
 	done := make(chan error, 1)
@@ -286,7 +208,7 @@ func TestLoaderSerialisesOneCatalog(t *testing.T) {
 // Store, and refuses Store without a successful Parse.
 func TestLoadStepByStep(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	imgs.push("reg/foo:v1", fooFiles("1.0.0"))
+	imgs.Push("reg/foo:v1", fooFiles("1.0.0"))
 	early := l.Begin(Request{Catalog: "foo", Source: image("reg/foo:v1")})
 	if _, err := early.Store(); err == nil {
 		t.Error("Store without Parse succeeded")
@@ -326,7 +248,7 @@ func TestLoadStepByStep(t *testing.T) {
 // else a Load of the pinned source (the digest, not the tag) wanting that hash.
 func TestWhatStatusNames(t *testing.T) {
 	l, imgs := newTestLoader(t)
-	digest := imgs.push("reg/foo:latest", fooFiles("1.0.0"))
+	digest := imgs.Push("reg/foo:latest", fooFiles("1.0.0"))
 	cat := &catalogdv1alpha1.Catalog{}
 	cat.Name = "foo"
 	cat.Spec.Source = image("reg/foo:latest")

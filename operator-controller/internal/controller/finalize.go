@@ -49,9 +49,7 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 			return fmt.Errorf("deleting BundleDeployment %q of the deleted Operator: %w", bd.Name, err)
 		}
 	}
-	patch := client.MergeFrom(op.DeepCopy())
-	controllerutil.RemoveFinalizer(op, Finalizer)
-	if err := r.Client.Patch(ctx, op, patch); err != nil {
+	if err := objmeta.RemoveFinalizer(ctx, r.Client, op, "Operator", Finalizer); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if r.Metrics != nil {

@@ -33,6 +33,7 @@ import (
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/statuspatch"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -188,16 +189,21 @@ func installFailed(err error) *step.Error {
 func (r *OperatorReconciler) patchStatus(ctx context.Context, before, op *operatorsv1alpha1.Operator) error {
 	// Status reads: the previous status against the one setStatus wrote, to patch only a change and
 	// to record an Event per condition transition (bookkeeping, never an input of what is written).
-	if !equality.Semantic.DeepEqual(before.Status, op.Status) {
-		if err := r.Client.Status().Patch(ctx, op, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("updating the status of Operator %q: %w", op.Name, err)
-		}
+	patched, err := statuspatch.IfChanged(ctx, r.Client, "Operator", before, op, operatorStatus)
+	if err != nil {
+		return err
+	}
+	if patched {
 		conditionEvents.Record(r.Recorder, op, before.Status.Conditions, op.Status.Conditions)
 	}
 	if r.Metrics != nil {
 		r.Metrics.observe(op)
 	}
 	return nil
+}
+
+func operatorStatus(op *operatorsv1alpha1.Operator) operatorsv1alpha1.OperatorStatus {
+	return op.Status
 }
 
 // retryResolution is when to reconcile again after resolution could not run: 30 s, or sooner when

@@ -10,12 +10,10 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/olmv1/olmv1/platform/conditionevents"
+	"github.com/olmv1/olmv1/platform/statuspatch"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
@@ -190,12 +189,14 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	r.Metrics.observe(bd)
 	r.emitEvents(orig, bd, st)
 	// Most reconciles (drift and health events) change nothing: no request then.
-	if !equality.Semantic.DeepEqual(orig.Status, bd.Status) {
-		if perr := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); perr != nil {
-			return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, perr)
-		}
+	if _, perr := statuspatch.IfChanged(ctx, r.Client, "BundleDeployment", orig, bd, bundleDeploymentStatus); perr != nil {
+		return ctrl.Result{}, perr
 	}
 	return r.result(ctx, bd, st, err)
+}
+
+func bundleDeploymentStatus(bd *rukpakv1alpha1.BundleDeployment) rukpakv1alpha1.BundleDeploymentStatus {
+	return bd.Status
 }
 
 // result is what Reconcile returns after its steps ended with err (step.Result, as catalogd and
@@ -241,6 +242,7 @@ func (r *BundleDeploymentReconciler) healthOnly(bd *rukpakv1alpha1.BundleDeploym
 		return false
 	}
 	last := v.(*installedState)
+	// Status read (3): the installed revision and Installed=True must be what the last apply left.
 	if last.generation != bd.Generation || !maps.Equal(last.annotations, bd.Annotations) || int64(last.revision) != bd.Status.InstalledRevision ||
 		!meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
 		return false

@@ -46,9 +46,7 @@ func (r *BundleDeploymentReconciler) finalize(ctx context.Context, bd *rukpakv1a
 	if err := r.Unpacker.Cleanup(ctx, unpackKey(bd)); err != nil {
 		return fmt.Errorf("removing the unpacked content of BundleDeployment %q: %w", bd.Name, err)
 	}
-	patch := client.MergeFrom(bd.DeepCopy())
-	controllerutil.RemoveFinalizer(bd, Finalizer)
-	if err := r.Client.Patch(ctx, bd, patch); err != nil {
+	if err := objmeta.RemoveFinalizer(ctx, r.Client, bd, "BundleDeployment", Finalizer); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.Metrics.forget(bd.Name)

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/platform/paused"
+	"github.com/olmv1/olmv1/platform/statuspatch"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -28,10 +27,11 @@ func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *ru
 	orig := bd.DeepCopy()
 	setPaused(bd, time.Now())
 	r.Metrics.observe(bd)
-	if !equality.Semantic.DeepEqual(orig.Status, bd.Status) {
-		if err := r.Client.Status().Patch(ctx, bd, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("patching the status of BundleDeployment %q: %w", bd.Name, err)
-		}
+	patched, err := statuspatch.IfChanged(ctx, r.Client, "BundleDeployment", orig, bd, bundleDeploymentStatus)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if patched {
 		// Only Paused changes here: its transition gives the Normal Paused Event it gives on Catalogs
 		// and Operators ("Paused=True: paused since …").
 		eventPolicy.Record(r.Recorder, bd, orig.Status.Conditions, bd.Status.Conditions)
@@ -42,6 +42,8 @@ func (r *BundleDeploymentReconciler) reconcilePaused(ctx context.Context, bd *ru
 // setPaused sets Paused=True; the pause began at the condition's lastTransitionTime when it is
 // already True, else now.
 func setPaused(bd *rukpakv1alpha1.BundleDeployment, now time.Time) {
+	// Status read (6): the Paused condition's lastTransitionTime is when the pause began; the
+	// installed revision only goes into the message (bookkeeping).
 	paused.SetCondition(&bd.Status.Conditions, bd.Generation, true, now, func(since string) string {
 		msg := fmt.Sprintf("paused since %s (spec.paused): nothing is unpacked, applied, pruned or health-checked until spec.paused is false", since)
 		if bd.Status.InstalledRevision > 0 {

@@ -112,6 +112,7 @@ func blockedByRecords(bd *rukpakv1alpha1.BundleDeployment) bool {
 	if !bd.DeletionTimestamp.IsZero() {
 		return controllerutil.ContainsFinalizer(bd, Finalizer)
 	}
+	// Status read (7): a corrupt release record is what Installed last reported.
 	c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled)
 	return c != nil && c.Reason == apply.ReasonReleaseCorrupt
 }

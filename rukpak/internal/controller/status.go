@@ -3,6 +3,30 @@ package controller
 // Status: the conditions of a reconcile are decided in one place (setStatus) from what its steps
 // learned and the step error that stopped them; status.history mirrors the release history; the
 // Events of a reconcile are recorded from the change of its conditions.
+//
+// The status contract. The status is output: what is installed is the release history (the Engine),
+// what is wanted is the spec. A reconcile reads the status it wrote before only in these places, each
+// labelled "Status read (N)" where it happens (docs/rukpak.md, "Status read-backs", says the same):
+//
+//  1. unpack: status.resolvedSource is passed to the unpacker as Options.Previous, so that a source
+//     that resolves to the same digest, commit or ETag is not fetched again.
+//  2. unpack: status.contentHash is kept when the unpacker reports the content unchanged (it is the
+//     hash of that same content; nothing is hashed again).
+//  3. healthOnly: a reconcile only re-checks health when status.installedRevision is the revision
+//     the last apply of this process installed and Installed is True; any doubt applies again.
+//  4. setStatus: status.installedRevision > 0 says something stays installed while a new revision
+//     fails or waits (the messages say which revision, and Healthy is not reset to Unknown).
+//  5. setStatus: status.history[0] is compared with the applied revision, to rewrite the history
+//     after a crash between recording a revision and writing the status.
+//  6. setStatus and setPaused: the previous conditions: an Unpacked condition is kept when nothing
+//     was unpacked, and the Paused condition's lastTransitionTime is when a pause began.
+//  7. blockedByRecords: an Installed condition with reason ReleaseCorrupt makes a change of the
+//     release records reconcile the BundleDeployment.
+//
+// Bookkeeping reads, never inputs of what is written: the previous conditions against the new ones
+// for the Events of each transition (emitEvents, reconcilePaused), the conditions and
+// status.installedRevision for the metrics (Metrics.observe) and the pause message, and the whole
+// previous status to patch only a change (statuspatch.IfChanged).
 
 import (
 	"fmt"
@@ -42,11 +66,11 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	case st.unpacked != nil:
 		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionTrue, rukpakv1alpha1.ReasonUnpackSucceeded,
 			fmt.Sprintf("unpacked %s (%s)", st.unpacked.ResolvedSource.String(), st.hash))
-	case meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeUnpacked) == nil:
+	case meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeUnpacked) == nil: // Status read (6): else the previous Unpacked stays
 		set(rukpakv1alpha1.TypeUnpacked, metav1.ConditionUnknown, rukpakv1alpha1.ReasonUnpackPending, "waiting for the bundle to be unpacked")
 	}
 
-	installed := bd.Status.InstalledRevision > 0
+	installed := bd.Status.InstalledRevision > 0 // Status read (4): something stays installed
 	switch {
 	case st.applied != nil && st.applied.Waiting != nil:
 		// Applied up to a phase whose probe waits: the revision is not installed yet (it stays
@@ -74,7 +98,7 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 			set(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, msg)
 		}
 		// Re-applying the deployed revision leaves the history as it is, unless it does not show that
-		// revision yet (a crash between recording a revision and writing the status).
+		// revision yet (a crash between recording a revision and writing the status). Status read (5).
 		if st.applied.Changed || st.historyChanged || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
 			r.setHistory(bd)
 		}

@@ -24,7 +24,7 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 	}
 	res, err := r.Unpacker.Unpack(ctx, unpackKey(bd), bd.Spec.Source, source.Options{
 		Namespace: r.Namespace,
-		Previous:  bd.Status.ResolvedSource,
+		Previous:  bd.Status.ResolvedSource, // Status read (1): not fetched again when it resolves the same
 	})
 	if err != nil {
 		if !source.IsRetryable(err) {
@@ -36,7 +36,7 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err).After(source.RetryAfterOf(err))
 	}
 	st.unpacked = res
-	if res.Unchanged && bd.Status.ContentHash != "" {
+	if res.Unchanged && bd.Status.ContentHash != "" { // Status read (2): the hash of the same content
 		st.hash = bd.Status.ContentHash
 		return nil
 	}

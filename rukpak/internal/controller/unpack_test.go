@@ -18,16 +18,8 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
-
-// failingUnpacker fails every Unpack with err.
-type failingUnpacker struct{ err error }
-
-func (f failingUnpacker) Unpack(context.Context, string, rukpakv1alpha1.Source, source.Options) (*source.Result, error) {
-	return nil, f.err
-}
-
-func (failingUnpacker) Cleanup(context.Context, string) error { return nil }
 
 // noRenderer is never reached: the unpack fails first.
 type noRenderer struct{}
@@ -73,7 +65,7 @@ func TestUnpackFailureRequeue(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(bd).WithStatusSubresource(bd).Build()
 			r := &BundleDeploymentReconciler{
 				Client:    c,
-				Unpacker:  failingUnpacker{err: tc.err},
+				Unpacker:  unpackertest.Failing(tc.err),
 				Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{rukpakv1alpha1.ProvisionerPlain: noRenderer{}},
 			}
 			res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "b"}})

@@ -5,7 +5,8 @@
 // The Rotator is a manager Runnable (leader only). Each pass it:
 //   - replaces the CA when it is missing, invalid or has less than a third of its validity left
 //     (pki.NeedsRenewal, shared with the bundle-webhook CA); the replaced CA stays in the trust
-//     bundle (ca.crt of every Secret, caBundle of every APIService) until it expires, so clients trusting
+//     bundle (ca.crt of every Secret, caBundle of every APIService) until it expires (pki.KeepReplacedCA,
+//     the rule of the bundle-webhook CA too), so clients trusting
 //     either CA keep working while the kubelet refreshes mounted Secrets;
 //   - patches the caBundle of every named APIService whose certificates differ from the trust bundle
 //     (before touching serving certificates, so the new CA is trusted before anything serves with it);
@@ -46,10 +47,11 @@ import (
 
 const (
 	// Recheck bounds how long the Rotator sleeps: it re-reads everything at least this often, so that
-	// it follows changes made by someone else (a helm upgrade, a person).
-	Recheck = time.Hour
-	// Retry is the wait after a pass that failed.
-	Retry = time.Minute
+	// it follows changes made by someone else (a helm upgrade, a person). It is the shared rotator
+	// shape (pki.RotationRecheck), as the bundle-webhook CA's.
+	Recheck = pki.RotationRecheck
+	// Retry is the wait after a pass that failed (pki.RotationRetry).
+	Retry = pki.RotationRetry
 	// DefaultValidity of the certificates the Rotator issues (the chart's default validityDays).
 	DefaultValidity = 365 * 24 * time.Hour
 
@@ -60,7 +62,7 @@ const (
 	CABundleKey = "ca.crt"
 
 	// backdate is subtracted from "now" for NotBefore, tolerating clock skew between nodes.
-	backdate = time.Hour
+	backdate = pki.Backdate
 )
 
 // APIServiceGVR is the resource of the APIServices whose caBundle the Rotator injects.
@@ -242,13 +244,13 @@ func (r *Rotator) ensureCA(ctx context.Context, now time.Time) (*pki.CA, []*x509
 			reason = fmt.Sprintf("less than a third of its validity left (notAfter %s)", current.Cert.NotAfter.UTC().Format(time.RFC3339))
 		}
 		for _, c := range pki.ParseCerts(s.Data[CABundleKey]) {
-			if c.IsCA && now.Before(c.NotAfter) && (current == nil || !c.Equal(current.Cert)) && !containsCert(previous, c) {
+			if c.IsCA && pki.KeepReplacedCA(c, now) && (current == nil || !c.Equal(current.Cert)) && !containsCert(previous, c) {
 				previous = append(previous, c)
 			}
 		}
 	}
 	if reason != "" {
-		if current != nil && now.Before(current.Cert.NotAfter) && !containsCert(previous, current.Cert) {
+		if current != nil && pki.KeepReplacedCA(current.Cert, now) && !containsCert(previous, current.Cert) {
 			previous = append([]*x509.Certificate{current.Cert}, previous...)
 		}
 		certPEM, keyPEM, err := pki.GenerateCA(CACommonName, now.Add(-backdate), r.Validity)

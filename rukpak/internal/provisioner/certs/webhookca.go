@@ -27,10 +27,11 @@ const (
 	previousCert = "previous.crt"
 	previousKey  = "previous.key"
 	// caRecheck bounds how long the rotator sleeps: it re-reads the CA Secret at least this often, so
-	// that a replica follows a rotation another replica (or a person) made.
-	caRecheck = time.Hour
-	// caRetry is the wait after a failed rotation.
-	caRetry = time.Minute
+	// that a replica follows a rotation another replica (or a person) made (the shared rotator shape,
+	// as platformcerts.Recheck).
+	caRecheck = pki.RotationRecheck
+	// caRetry is the wait after a failed rotation (as platformcerts.Retry).
+	caRetry = pki.RotationRetry
 	// caWriteAttempts bounds how often loadOrRotateCA reads again after losing a race with another
 	// replica (AlreadyExists on create, Conflict on update).
 	caWriteAttempts = 3
@@ -189,18 +190,18 @@ func loadOrRotateCAOnce(ctx context.Context, secrets typedcorev1.SecretInterface
 			return nil, nil, false, &corruptCAError{secret: s, err: perr}
 		}
 		if !pki.NeedsRenewal(current.Cert, now) {
-			if p, err := pki.ParseCA(s.Data[previousCert], s.Data[previousKey]); err == nil && now.Before(p.Cert.NotAfter) {
+			if p, err := pki.ParseCA(s.Data[previousCert], s.Data[previousKey]); err == nil && pki.KeepReplacedCA(p.Cert, now) {
 				previous = append(previous, p)
 			}
 			return current, previous, false, nil
 		}
 	}
-	certPEM, keyPEM, err := pki.GenerateCA("rukpak-webhook-ca", now.Add(-time.Hour), validity)
+	certPEM, keyPEM, err := pki.GenerateCA("rukpak-webhook-ca", now.Add(-pki.Backdate), validity)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}
-	if current != nil && now.Before(current.Cert.NotAfter) {
+	if current != nil && pki.KeepReplacedCA(current.Cert, now) {
 		data[previousCert], data[previousKey] = s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
 		previous = append(previous, current)
 	}
