@@ -19,6 +19,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -76,6 +78,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	env.clientset, err = kubernetes.NewForConfig(env.cfg)
 	Expect(err).NotTo(HaveOccurred())
+	if env.kindNode != nil {
+		// make kind-e2e runs the e2e suite's chart specs on this cluster first; the namespace its
+		// process controllers used may still be there. Each spec here waits for it to be gone.
+		err := env.clientset.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
 
 	By("serving the OCI registry on 127.0.0.1 (pushes) and on the node's address inside its network namespace (pulls)")
 	env.registry, err = localcluster.StartRegistry("127.0.0.1:0", nil)
