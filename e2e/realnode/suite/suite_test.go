@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -79,12 +80,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env.clientset, err = kubernetes.NewForConfig(env.cfg)
 	Expect(err).NotTo(HaveOccurred())
 	if env.kindNode != nil {
-		// make kind-e2e runs the e2e suite's chart specs on this cluster first; the namespace its
-		// process controllers used may still be there. Each spec here waits for it to be gone.
-		err := env.clientset.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
+		setAsideE2ESuiteLeftovers(ctx)
 	}
 
 	By("serving the OCI registry on 127.0.0.1 (pushes) and on the node's address inside its network namespace (pulls)")
@@ -180,4 +176,27 @@ func dockerAnswers() bool {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// setAsideE2ESuiteLeftovers removes what the e2e suite's own run on this kind cluster (make kind-e2e
+// runs its chart specs first, with OLM v1's controllers as processes of that suite) leaves behind: the
+// APIService its catalogd process registered, which points at a process that is gone (until it goes,
+// discovery is stale and no namespace can be deleted), and the namespace those processes used. Each
+// spec here then waits for the namespace to be gone before it installs the chart.
+func setAsideE2ESuiteLeftovers(ctx SpecContext) {
+	dc, err := dynamic.NewForConfig(env.cfg)
+	Expect(err).NotTo(HaveOccurred())
+	const name = "v1alpha1.metadata.catalogd.operatorframework.io"
+	as, err := dc.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && condition(as, "Available")["status"] != "True" {
+		By("deleting APIService " + name + " left by the e2e suite's catalogd process (not Available)")
+		err = dc.Resource(apiServiceGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	err = env.clientset.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
 }
