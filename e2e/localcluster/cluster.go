@@ -50,6 +50,11 @@ type Options struct {
 	RealNodes    int
 	NodeBinaries *NodeBinaries
 	Forwarder    []string
+	// BeforeControllers, when set, runs once kube-apiserver answers and before
+	// kube-controller-manager starts: CRDs created there are in the garbage collector's first
+	// discovery (created later, it sees them only at its 30 s rediscovery, and objects owned by their
+	// kinds wait that long to be collected).
+	BeforeControllers func(*rest.Config) error
 }
 
 // Cluster is a running local control plane.
@@ -115,6 +120,15 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, err
 	}
 	fmt.Fprintf(logw, "localcluster: kube-apiserver ready at %s after %s\n", c.APIServer, time.Since(start).Round(100*time.Millisecond))
+	if o.BeforeControllers != nil {
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return c, err
+		}
+		if err := o.BeforeControllers(cfg); err != nil {
+			return c, err
+		}
+	}
 	if err := c.startControllersAndKwok(o, p, ports); err != nil {
 		return c, err
 	}

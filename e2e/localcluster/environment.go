@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -65,12 +66,18 @@ func StartEnvironment(ctx context.Context, o EnvOptions) (e *Environment, err er
 			_ = e.Stop()
 		}
 	}()
+	// The CRDs go in before kube-controller-manager starts when this starts the control plane.
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	install := func(cfg *rest.Config) (err error) {
+		crds, err = InstallCRDs(cfg, o.RepoRoot)
+		return err
+	}
 	if e.Kubeconfig == "" {
 		bins, err := CachedBinaries(o.CacheDir)
 		if err != nil {
 			return e, err
 		}
-		if e.Cluster, err = Up(ctx, Options{Dir: o.Dir, Binaries: bins, Log: logw}); err != nil {
+		if e.Cluster, err = Up(ctx, Options{Dir: o.Dir, Binaries: bins, Log: logw, BeforeControllers: install}); err != nil {
 			return e, err
 		}
 		e.Kubeconfig = e.Cluster.Kubeconfig
@@ -81,9 +88,10 @@ func StartEnvironment(ctx context.Context, o EnvOptions) (e *Environment, err er
 	if e.Registry, err = StartRegistry(o.RegistryAddr, nil); err != nil {
 		return e, fmt.Errorf("starting the registry on %s: %w", o.RegistryAddr, err)
 	}
-	crds, err := InstallCRDs(e.Config, o.RepoRoot)
-	if err != nil {
-		return e, err
+	if crds == nil {
+		if err := install(e.Config); err != nil {
+			return e, err
+		}
 	}
 	fmt.Fprintf(logw, "localcluster: %d CRDs installed; registry on %s\n", len(crds), e.Registry.Addr)
 	e.Controllers, err = StartControllers(o.BinDir, e.Kubeconfig, e.LogDir, o.ControllerArgs)
