@@ -197,11 +197,11 @@ kind-e2e: images $(KIND_DEV) cluster-binaries ## Create a kind cluster from the 
 	$(KIND_DEV) load --name $(KIND_CLUSTER) $(addprefix $(IMAGES_DIR)/,$(addsuffix .tar,$(CONTROLLERS)))
 	KUBECONFIG=$(BIN_DIR)/kind-kubeconfig E2E_CHART_IMAGE_REGISTRY=$(REGISTRY) E2E_CHART_IMAGE_TAG=$(IMAGE_TAG) E2E_CHART_REAL_CLUSTER=1 \
 		$(MAKE) --no-print-directory test-e2e E2E_LABELS='$(KIND_E2E_LABELS)' && \
+	echo "=== [kind] Tilt's kind mode: its commands run for real against the cluster" && \
+	(cd e2e && OLMV1_KIND_KUBECONFIG=$(BIN_DIR)/kind-kubeconfig go test -count=1 -v -run TestTiltfileKindModeAgainstKind ./tiltfile) && \
 	echo "=== [kind] the real-node specs with kind's kubelet: OLM v1 from the chart and a real operator as pods" && \
 	E2E_KIND_NODE=$(KIND_CLUSTER)-control-plane KUBECONFIG=$(BIN_DIR)/kind-kubeconfig E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) \
-		E2E_LABELS='$(REAL_NODE_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh real-node e2e && \
-	echo "=== [kind] Tilt's kind mode: its commands run for real against the cluster" && \
-	(cd e2e && OLMV1_KIND_KUBECONFIG=$(BIN_DIR)/kind-kubeconfig go test -count=1 -v -run TestTiltfileKindModeAgainstKind ./tiltfile); rc=$$?; \
+		E2E_LABELS='$(REAL_NODE_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh real-node e2e; rc=$$?; \
 	$(KIND_DEV) delete --name $(KIND_CLUSTER); exit $$rc
 
 .PHONY: kind-install
