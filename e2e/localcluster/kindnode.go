@@ -7,7 +7,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -104,7 +103,7 @@ func (k *KindNode) ServeRegistry(ctx context.Context, r *Registry) error {
 	if err := r.ServeIn(k.Netns); err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(k.Netns.NodeIP, strconv.Itoa(RealNodeRegistryPort))
+	addr := r.ClusterAddr
 	dir := "/etc/containerd/certs.d/" + addr
 	cmd := exec.CommandContext(ctx, "docker", "exec", "-i", k.Name, "sh", "-c", `mkdir -p "$1" && cat > "$1/hosts.toml"`, "sh", dir)
 	cmd.Stdin = strings.NewReader(registryHosts(addr))

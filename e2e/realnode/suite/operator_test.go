@@ -37,7 +37,7 @@ const (
 // A real operator of our own (e2e/realnode/widgetoperator), installed from a catalog by an Operator:
 // its pod runs on the real node, reconciles its custom resources through the kubernetes Service, and
 // kube-apiserver calls its validating, mutating and conversion webhooks through their Service.
-var _ = Describe("a real operator with webhooks on a real node", Label("real-node"), Ordered, func() {
+var _ = Describe("a real operator with webhooks on a real node", Label("real-node", "widget-operator"), Ordered, func() {
 	var (
 		dc  dynamic.Interface
 		fix *widgetbundle.Fixture

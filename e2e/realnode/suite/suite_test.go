@@ -133,8 +133,6 @@ func upKind(ctx SpecContext, node string) {
 	env.kubeconfig = os.Getenv("KUBECONFIG")
 	Expect(env.kubeconfig).NotTo(BeEmpty(), "E2E_KIND_NODE needs KUBECONFIG: the kind cluster's kubeconfig (bin/kind-kubeconfig)")
 	var err error
-	env.dir, err = os.MkdirTemp("", "olmv1-realnode-kind-")
-	Expect(err).NotTo(HaveOccurred())
 	By("using kind node " + node + " (pods on kind's kubelet in a Docker container)")
 	env.kindNode, err = localcluster.InspectKindNode(ctx, node)
 	Expect(err).NotTo(HaveOccurred())
