@@ -25,8 +25,12 @@
 //
 // The test deletes the CRDs that each uninstall keeps, so that every install starts as a first one.
 //
-// Pods never run: kwok marks them Running and Ready (KwokNote). The controllers' logs are kept when a
-// step fails.
+// The operator's pods run on a real kubelet when Options.Pods asks for it (or, with "auto", when
+// this runs as root with the real-node binaries cached): the control plane and one real node then
+// run in a network namespace of their own, OLM v1 is installed by its Helm chart as pods, and the
+// images in Options.LoadImages are served to the node under their own names (RealPodsNote).
+// Otherwise pods never run: kwok marks them Running and Ready (KwokNote). The controllers' logs are
+// kept when a step fails.
 package bundletest
 
 import (
@@ -72,6 +76,11 @@ type Options struct {
 	Dir string
 	// Timeout bounds each wait (default 3m).
 	Timeout time.Duration
+	// Pods is PodsAuto (default), PodsReal or PodsSimulated.
+	Pods string
+	// LoadImages are images the bundle's pods run that the real node gets from the test's registry
+	// (with real pods only).
+	LoadImages []LoadImage
 	// Out receives the progress lines and the summary (default os.Stdout).
 	Out io.Writer
 }
@@ -91,6 +100,10 @@ type tester struct {
 	catalog *fromCatalog
 	// unpacker pulls the images the test reads (made by the first pull).
 	unpacker *rukpaksource.DiskUnpacker
+	// realPods: the pods run on a real kubelet; pullAddr is then the registry's address inside the
+	// cluster's network namespace (empty: the cluster pulls from Registry.Addr).
+	realPods bool
+	pullAddr string
 }
 
 // Run runs the bundle test and returns its report (also printed to Out, and written to JUnit). The
@@ -123,9 +136,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.MkdirAll(t.work, 0o755); err != nil {
 		return nil, err
 	}
+	real, why, err := podsMode(o)
+	if err != nil {
+		return nil, err
+	}
+	t.realPods, t.report.Note = real, KwokNote
+	if real {
+		t.report.Note = RealPodsNote
+	}
 	started := time.Now()
 	fmt.Fprintf(t.out, "bundle test of %s (state and logs in %s)\n", o.Bundle, o.Dir)
-	fmt.Fprintf(t.out, "note: %s\n", KwokNote)
+	fmt.Fprintf(t.out, "note: %s (%s)\n", t.report.Note, why)
+	if !real && len(o.LoadImages) > 0 {
+		fmt.Fprintf(t.out, "note: --load-image is not used: the pods are simulated\n")
+	}
 	t.run(ctx)
 	if t.bundle != nil && t.bundle.Bundle != nil {
 		t.report.Name = fmt.Sprintf("bundle-test %s %s", t.bundle.Package, t.bundle.Version)
@@ -221,6 +245,9 @@ func (t *tester) start(ctx context.Context) (string, error) {
 	}
 	if _, err := findCLI(t.o.BinDir); err != nil {
 		return "", err
+	}
+	if t.realPods {
+		return t.startReal(ctx)
 	}
 	if _, err := localcluster.Build(ctx, t.o.CacheDir, prefixWriter{t.out}); err != nil {
 		return "", err

@@ -46,6 +46,9 @@ func (t *tester) buildCatalog(ctx context.Context) (string, error) {
 	if t.prev != nil && !strings.Contains(out, "replaces "+t.prev.Name) {
 		return "", fmt.Errorf("catalog add-bundle did not make %s replace %s, so there is no upgrade edge to test:\n%s", t.bundle.Name, t.prev.Name, strings.Join(lines, "\n"))
 	}
+	if err := t.clusterRefs(dir); err != nil {
+		return "", err
+	}
 	img, err := imagebuild.CatalogImage(dir)
 	if err != nil {
 		return "", fmt.Errorf("building the catalog image of %s: %w", dir, err)
@@ -54,10 +57,10 @@ func (t *tester) buildCatalog(ctx context.Context) (string, error) {
 	if _, err := imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure()); err != nil {
 		return "", fmt.Errorf("pushing %s: %w", ref, err)
 	}
-	if err := t.serveCatalog(ctx, ref); err != nil {
+	if err := t.serveCatalog(ctx, t.clusterRef(ref)); err != nil {
 		return "", err
 	}
-	lines = append(lines, fmt.Sprintf("catalog %s served by Catalog %s", ref, CatalogName))
+	lines = append(lines, fmt.Sprintf("catalog %s served by Catalog %s", t.clusterRef(ref), CatalogName))
 	return strings.Join(lines, "\n"), nil
 }
 

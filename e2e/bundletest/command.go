@@ -16,13 +16,18 @@ import (
 // Usage is the help of `olmv1-dev bundle-test` (and of `kubectl olmv1 bundle test`, which runs it).
 const Usage = `usage: olmv1-dev bundle-test DIR|IMAGE [--upgrade-from DIR|IMAGE | --catalog IMAGE]
          [--install-modes AllNamespaces,OwnNamespace,SingleNamespace,MultiNamespace] [--junit FILE] [--keep]
+         [--pods auto|real|simulated] [--load-image REF=FILE ...]
 
-Test a registry+v1 bundle without a cluster: start a throw-away local control plane (kwok nodes), a
-registry and OLM v1; push the bundle and a catalog with it; for each install mode install it with
-an Operator (Installed and Healthy), create and delete every alm-examples custom resource, uninstall
-it and check that nothing but the kept CRDs is left; with --upgrade-from (or the channel head of
---catalog) install the previous version and upgrade to the bundle along the catalog's edge.
-Pods are simulated by kwok: the operator's containers never run. Exits 1 when a step fails.
+Test a registry+v1 bundle without a cluster: start a throw-away local control plane, a registry and
+OLM v1; push the bundle and a catalog with it; for each install mode install it with an Operator
+(Installed and Healthy), create and delete every alm-examples custom resource, uninstall it and
+check that nothing but the kept CRDs is left; with --upgrade-from (or the channel head of --catalog)
+install the previous version and upgrade to the bundle along the catalog's edge.
+With real pods (--pods real, or auto as root with the real-node binaries cached) the control plane
+and a real kubelet run in a network namespace of their own, OLM v1 runs as pods from its Helm chart,
+and the operator's containers really run: --load-image gives the node each image they need from a
+tarball or OCI layout, under its own name. Otherwise pods are simulated by kwok and the operator's
+containers never run; the report says which. Exits 1 when a step fails.
 
 Flags:
 `
@@ -52,6 +57,14 @@ func Main(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", localcluster.DefaultCacheDir(), "where the Kubernetes, etcd and kwok binaries are cached")
 	fs.StringVar(&o.Dir, "dir", "", "state directory (default: a new temporary directory, removed when every step passed)")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long each wait may take")
+	fs.StringVar(&o.Pods, "pods", PodsAuto, "how the operator's pods run: real (a real kubelet; root), simulated (kwok), or auto (real as root with the real-node binaries cached)")
+	fs.Func("load-image", "REF=FILE: with real pods, the node pulls image REF from the test's registry, loaded from FILE (a `docker save` tarball or an OCI layout); repeatable", func(v string) error {
+		li, err := ParseLoadImage(v)
+		if err == nil {
+			o.LoadImages = append(o.LoadImages, li)
+		}
+		return err
+	})
 	var positional []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {

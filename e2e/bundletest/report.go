@@ -17,9 +17,12 @@ const (
 	Skipped = "skipped"
 )
 
-// KwokNote is said in every report: the local control plane's nodes are kwok's, so the operator's
-// pods are never run; kwok marks them Running and Ready.
+// KwokNote is said in a report whose pods were simulated: the local control plane's nodes were
+// kwok's, so the operator's pods never ran; kwok marked them Running and Ready.
 const KwokNote = "pods were simulated by kwok: the local control plane has no real kubelet, so the operator's containers never ran (kwok marked its pods Running and Ready)"
+
+// RealPodsNote is said in a report whose pods ran on a real kubelet (Options.Pods "real").
+const RealPodsNote = "pods ran on a real kubelet (containerd and runc in the test's own network namespace), with OLM v1 installed by its Helm chart as pods: the operator's containers really ran"
 
 // Step is one step of a bundle test and how it ended.
 type Step struct {
@@ -36,6 +39,8 @@ type Report struct {
 	// Name names the test, e.g. "bundle-test widget-operator 0.2.0".
 	Name  string
 	Steps []Step
+	// Note says how the pods ran: KwokNote or RealPodsNote.
+	Note string
 }
 
 // Failed reports whether any step failed.
@@ -62,7 +67,7 @@ func (r *Report) Duration() time.Duration {
 }
 
 // WriteSummary writes the summary table (step, result, duration, message; a message's first line),
-// the totals and the kwok note to w.
+// the totals and the note on how the pods ran to w.
 func (r *Report) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tRESULT\tDURATION\tMESSAGE")
@@ -77,7 +82,7 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		verdict = "FAILED"
 	}
 	_, err := fmt.Fprintf(w, "%s: %s — %d passed, %d failed, %d skipped in %s\nnote: %s\n",
-		r.Name, verdict, r.Count(Passed), r.Count(Failed), r.Count(Skipped), formatDuration(r.Duration()), KwokNote)
+		r.Name, verdict, r.Count(Passed), r.Count(Failed), r.Count(Skipped), formatDuration(r.Duration()), r.Note)
 	return err
 }
 
@@ -133,7 +138,7 @@ type junitMessage struct {
 func (r *Report) WriteJUnit(w io.Writer, started time.Time) error {
 	s := junitSuite{
 		Name: r.Name, Tests: len(r.Steps), Failures: r.Count(Failed), Skipped: r.Count(Skipped),
-		Time: seconds(r.Duration()), SystemOut: KwokNote,
+		Time: seconds(r.Duration()), SystemOut: r.Note,
 	}
 	if !started.IsZero() {
 		s.Timestamp = started.UTC().Format(time.RFC3339)

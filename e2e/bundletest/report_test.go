@@ -14,7 +14,7 @@ func sampleReport() *Report {
 		{Name: "install AllNamespaces", Result: Failed, Duration: 3 * time.Second,
 			Message: "Operator bundle-test-allnamespaces did not become Installed\nInstalled=False InstallationFailed: boom <&>"},
 		{Name: "examples AllNamespaces", Result: Skipped, Message: "not installed"},
-	}}
+	}, Note: KwokNote}
 }
 
 func TestReportCounts(t *testing.T) {

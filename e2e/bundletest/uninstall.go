@@ -52,10 +52,45 @@ func (t *tester) createExample(ctx context.Context, ex *unstructured.Unstructure
 	if u.GetName() == "" && u.GetGenerateName() == "" {
 		u.SetGenerateName("example-")
 	}
-	if err := t.c.Create(ctx, u); err != nil {
+	if err := t.createThroughWebhooks(ctx, u); err != nil {
 		return nil, "", fmt.Errorf("alm-examples: the API server refused %s %s: %v\nfix: make the example valid for the CRD's schema in the CSV's metadata.annotations.alm-examples", u.GetKind(), exampleName(ex), err)
 	}
 	return u, where, nil
+}
+
+// webhookRouteWait bounds how long a create waits for the Service route to a webhook whose endpoint
+// is already ready: kube-proxy programs a new ClusterIP a moment after the endpoint turns ready, and
+// until then kube-apiserver's call is refused.
+const webhookRouteWait = 15 * time.Second
+
+// createThroughWebhooks creates u, and retries, for at most webhookRouteWait, only while
+// kube-apiserver cannot connect to one of the operator's webhooks (its pod already ready): that is the
+// route being programmed, not an answer of the webhook. Any other error, an answer included, is final.
+func (t *tester) createThroughWebhooks(ctx context.Context, u *unstructured.Unstructured) error {
+	deadline := time.Now().Add(webhookRouteWait)
+	for {
+		// Each try sends the object as given (a refused Create may have filled in fields).
+		try := u.DeepCopy()
+		err := t.c.Create(ctx, try)
+		if err == nil {
+			try.DeepCopyInto(u)
+			return nil
+		}
+		if !webhookUnreachable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// webhookUnreachable reports whether err is kube-apiserver failing to reach a webhook's Service.
+func webhookUnreachable(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed calling webhook") && (strings.Contains(msg, "connection refused") || strings.Contains(msg, "no route to host"))
 }
 
 // deleteExample deletes the example u and waits until it is gone.

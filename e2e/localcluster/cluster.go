@@ -120,14 +120,8 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, err
 	}
 	fmt.Fprintf(logw, "localcluster: kube-apiserver ready at %s after %s\n", c.APIServer, time.Since(start).Round(100*time.Millisecond))
-	if o.BeforeControllers != nil {
-		cfg, err := c.RESTConfig()
-		if err != nil {
-			return c, err
-		}
-		if err := o.BeforeControllers(cfg); err != nil {
-			return c, err
-		}
+	if err := c.beforeControllers(o); err != nil {
+		return c, err
 	}
 	if err := c.startControllersAndKwok(o, p, ports); err != nil {
 		return c, err
@@ -340,6 +334,18 @@ func (c *Cluster) startControllersAndKwok(o Options, p pki, ports clusterPorts) 
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
 	)
+}
+
+// beforeControllers runs o.BeforeControllers, when set, against the API server that answers.
+func (c *Cluster) beforeControllers(o Options) error {
+	if o.BeforeControllers == nil {
+		return nil
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	return o.BeforeControllers(cfg)
 }
 
 // RESTConfig returns a client configuration for the admin user.

@@ -186,3 +186,24 @@ func TestForwardFromListensOnLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestMirrorRegistryWritesHostsForTheNode(t *testing.T) {
+	c := &Cluster{}
+	if err := c.MirrorRegistry("quay.io", "10.200.0.1:5000"); err == nil || !strings.Contains(err.Error(), "needs a real node") {
+		t.Fatalf("without a real node: want an error, got %v", err)
+	}
+	c.Node = &RealNode{Dir: t.TempDir()}
+	for host, server := range map[string]string{"registry.example.test": "https://registry.example.test", "docker.io": "https://registry-1.docker.io"} {
+		if err := c.MirrorRegistry(host, "10.200.0.1:5000"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(c.Node.Dir, "certs.d", host, "hosts.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "server = \"" + server + "\"\n\n[host.\"http://10.200.0.1:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+		if string(got) != want {
+			t.Errorf("%s: hosts.toml\n%s\nwant\n%s", host, got, want)
+		}
+	}
+}

@@ -136,7 +136,33 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 
 // registryHosts tells containerd the local registry at addr (host:port) speaks plain HTTP.
 func registryHosts(addr string) string {
-	return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+addr, "http://"+addr)
+	return mirrorHosts("http://"+addr, addr)
+}
+
+// mirrorHosts is a containerd hosts.toml for the registry at server, pulled from the plain-HTTP
+// registry at mirror (host:port) instead.
+func mirrorHosts(server, mirror string) string {
+	return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, "http://"+mirror)
+}
+
+// MirrorRegistry makes the real node pull every image of the registry host (as an image reference
+// names it: "registry.example.test", "quay.io", "docker.io") from the plain-HTTP registry at mirror,
+// an address inside the cluster's network namespace (Registry.ClusterAddr), where the image must
+// have the same repository path and tag or digest. Pods keep their image names, as with `kind load`;
+// containerd reads these files on every pull, so the mirror applies at once.
+func (c *Cluster) MirrorRegistry(host, mirror string) error {
+	if c.Node == nil {
+		return fmt.Errorf("localcluster: a registry mirror for %s needs a real node (Options.RealNodes)", host)
+	}
+	server := "https://" + host
+	if host == "docker.io" || host == "index.docker.io" {
+		server = "https://registry-1.docker.io"
+	}
+	dir := filepath.Join(c.Node.Dir, "certs.d", host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(mirrorHosts(server, mirror)), 0o644)
 }
 
 // writeBinaryImage packs the static program bin as a one-layer image holding only /<name>, run as

@@ -99,6 +99,9 @@ func upRealNode(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, err
 	}
 	fmt.Fprintf(logw, "localcluster: kube-apiserver ready in network namespace %s, reached at %s, after %s\n", ns.Name, c.APIServer, time.Since(start).Round(100*time.Millisecond))
+	if err := c.beforeControllers(o); err != nil {
+		return c, err
+	}
 	if err := c.startControllersAndKwok(o, p, ports); err != nil {
 		return c, err
 	}
