@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 var approvedVersionRE = regexp.MustCompile(`"approvedVersion":"([^"]+)"`)
@@ -49,7 +50,7 @@ move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to 
 				return fmt.Errorf("operator %s: %w", args[0], err)
 			}
 			if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
-				return fmt.Errorf("operator %s has upgradePolicy %s: it upgrades without approval (approve is for upgradePolicy Manual)", args[0], orNone(string(op.Spec.UpgradePolicy)))
+				return fmt.Errorf("operator %s has upgradePolicy %s: it upgrades without approval (approve is for upgradePolicy Manual)", args[0], output.OrNone(string(op.Spec.UpgradePolicy)))
 			}
 			v := version
 			if v == "" {
@@ -76,7 +77,7 @@ move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to 
 				}
 			}
 			op.ManagedFields = nil
-			return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+			return o.print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
 		},
 	}
 	cmd.Flags().StringVar(&version, "version", "", "the version to approve (default: the one UpgradeAvailable offers)")

@@ -6,6 +6,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
@@ -44,7 +45,7 @@ there is an error (warnings alone exit 0).`,
 				}
 				what := fmt.Sprintf("%s bundle", r.Format)
 				if r.Name != "" {
-					what = fmt.Sprintf("%s bundle %s (package %s, version %s)", r.Format, r.Name, orNone(r.Package), r.Version)
+					what = fmt.Sprintf("%s bundle %s (package %s, version %s)", r.Format, r.Name, output.OrNone(r.Package), r.Version)
 				}
 				if r.Valid() {
 					fmt.Fprintf(o.Out, "%s: valid (%d warning(s))\n", what, len(r.Problems))

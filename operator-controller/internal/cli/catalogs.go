@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -134,13 +135,13 @@ func newCatalogListCommand(o *options) *cobra.Command {
 			for i := range list.Items {
 				list.Items[i].ManagedFields = nil
 			}
-			return o.print(list, func() *table { return catalogTable(list.Items, time.Now()) })
+			return o.print(list, func() *output.Table { return catalogTable(list.Items, time.Now()) })
 		},
 	}
 }
 
-func catalogTable(items []catalogdv1alpha1.Catalog, now time.Time) *table {
-	t := &table{headers: []string{"NAME", "SOURCE", "PRIORITY", "SERVING", "HASH", "PACKAGES", "BUNDLES", "LAST UNPACKED", "MESSAGE"}}
+func catalogTable(items []catalogdv1alpha1.Catalog, now time.Time) *output.Table {
+	t := output.NewTable("NAME", "SOURCE", "PRIORITY", "SERVING", "HASH", "PACKAGES", "BUNDLES", "LAST UNPACKED", "MESSAGE")
 	for _, c := range items {
 		pkgs, bundles := "", ""
 		if c.Status.Counts != nil {
@@ -148,7 +149,7 @@ func catalogTable(items []catalogdv1alpha1.Catalog, now time.Time) *table {
 		}
 		last := ""
 		if c.Status.LastUnpacked != nil {
-			last = age(*c.Status.LastUnpacked, now)
+			last = output.Age(*c.Status.LastUnpacked, now)
 		}
 		msg := ""
 		if u := meta.FindStatusCondition(c.Status.Conditions, catalogdv1alpha1.TypeUnpacked); u != nil && u.Status != metav1.ConditionTrue {
@@ -158,8 +159,8 @@ func catalogTable(items []catalogdv1alpha1.Catalog, now time.Time) *table {
 		if hash == "" {
 			hash = c.Status.ContentHash
 		}
-		t.add(c.Name, sourceString(c.Spec.Source), fmt.Sprint(c.Spec.Priority), orNone(conditionStatus(c.Status.Conditions, catalogdv1alpha1.TypeServing, 0)),
-			orNone(hash), orNone(pkgs), orNone(bundles), orNone(last), msg)
+		t.Add(c.Name, sourceString(c.Spec.Source), fmt.Sprint(c.Spec.Priority), output.OrNone(conditionStatus(c.Status.Conditions, catalogdv1alpha1.TypeServing, 0)),
+			output.OrNone(hash), output.OrNone(pkgs), output.OrNone(bundles), output.OrNone(last), msg)
 	}
 	return t
 }

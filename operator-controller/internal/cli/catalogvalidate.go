@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 func newCatalogValidateCommand(o *options) *cobra.Command {
@@ -30,9 +31,9 @@ catalog: the Go heap is held near 32 MiB (a soft limit; set GOMEMLIMIT to choose
 				}
 				return err
 			}
-			return o.print(res, func() *table {
-				t := &table{headers: []string{"CATALOG", "VALID", "PACKAGES", "CHANNELS", "BUNDLES", "HASH"}}
-				t.add(args[0], "true", fmt.Sprint(res.Packages), fmt.Sprint(res.Channels), fmt.Sprint(res.Bundles), res.Hash)
+			return o.print(res, func() *output.Table {
+				t := output.NewTable("CATALOG", "VALID", "PACKAGES", "CHANNELS", "BUNDLES", "HASH")
+				t.Add(args[0], "true", fmt.Sprint(res.Packages), fmt.Sprint(res.Channels), fmt.Sprint(res.Bundles), res.Hash)
 				return t
 			})
 		},

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // ownerNameLabel marks a namespace operator-controller created for an Operator (and removes with it).
@@ -122,7 +123,7 @@ func (o *options) createOperator(ctx context.Context, c client.Client, op *opera
 		}
 	}
 	op.ManagedFields = nil
-	return o.print(op, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+	return o.print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
 }
 
 // waitInstalled prints the Operator's condition changes until it is Installed and Healthy for its

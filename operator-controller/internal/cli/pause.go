@@ -18,6 +18,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // pausable is an object with spec.paused and a Paused condition: an Operator or a Catalog.
@@ -109,7 +110,7 @@ Paused=False for the current generation and then until the current spec is serve
 				return fmt.Errorf("catalog %s: resumed, but %w", args[0], err)
 			}
 		}
-		return o.print(rep, func() *table { return pauseTable(rep) })
+		return o.print(rep, func() *output.Table { return pauseTable(rep) })
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("wait until %s reports Paused=%s for the current generation", t.controller, conditionWord(pause)))
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
@@ -179,13 +180,13 @@ func (o *options) setPaused(ctx context.Context, c client.Client, t *pausable, n
 	return rep, nil
 }
 
-func pauseTable(rep *pauseReport) *table {
-	t := &table{headers: []string{"NAME", "SPEC.PAUSED", "CONDITION", "MESSAGE"}}
+func pauseTable(rep *pauseReport) *output.Table {
+	t := output.NewTable("NAME", "SPEC.PAUSED", "CONDITION", "MESSAGE")
 	cond, msg := "not reported yet", ""
 	if rep.Condition != nil {
 		cond, msg = "Paused="+string(rep.Condition.Status), rep.Condition.Message
 	}
-	t.add(rep.Name, fmt.Sprint(rep.Paused), cond, msg)
+	t.Add(rep.Name, fmt.Sprint(rep.Paused), cond, msg)
 	return t
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // writePlan prints a Plan for people: the resolution and why, the objects, their diffs, the RBAC
@@ -41,13 +43,13 @@ func (pw *planWriter) resolution(bundles []PlannedBundle) {
 		return
 	}
 	pw.section("RESOLUTION")
-	t := &table{headers: []string{"OPERATOR", "BUNDLE", "VERSION", "CHANGE", "CATALOG", "OPERATOR CREATED BY"}}
+	t := output.NewTable("OPERATOR", "BUNDLE", "VERSION", "CHANGE", "CATALOG", "OPERATOR CREATED BY")
 	for _, b := range bundles {
 		change := b.Change
 		if b.Installed != "" && b.Change != "unchanged" {
 			change = fmt.Sprintf("%s from %s", b.Change, b.Installed)
 		}
-		t.add(b.Operator, b.Bundle, b.Version, change, b.Catalog, orDash(b.OperatorCreated))
+		t.Add(b.Operator, b.Bundle, b.Version, change, b.Catalog, output.OrDash(b.OperatorCreated))
 	}
 	pw.table(t)
 	pw.section("WHY")
@@ -65,9 +67,9 @@ func (pw *planWriter) objects(objs []PlannedObject) {
 		return
 	}
 	pw.section("OBJECTS")
-	t := &table{headers: []string{"ACTION", "KIND", "NAMESPACE", "NAME", "OPERATOR", "BY", "NOTE"}}
+	t := output.NewTable("ACTION", "KIND", "NAMESPACE", "NAME", "OPERATOR", "BY", "NOTE")
 	for _, o := range objs {
-		t.add(o.Action, o.Kind, orDash(o.Namespace), o.Name, o.Operator, o.By, o.Note)
+		t.Add(o.Action, o.Kind, output.OrDash(o.Namespace), o.Name, o.Operator, o.By, o.Note)
 	}
 	pw.table(t)
 	pw.linef("%s", actionCounts(objs))
@@ -210,15 +212,8 @@ func (pw *planWriter) linef(format string, args ...any) { pw.raw(fmt.Sprintf(for
 
 func (pw *planWriter) section(title string) { pw.raw("\n" + title + "\n") }
 
-func (pw *planWriter) table(t *table) {
+func (pw *planWriter) table(t *output.Table) {
 	if pw.err == nil {
-		pw.err = t.write(pw.w)
+		pw.err = t.Write(pw.w)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -14,12 +14,13 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // Streams are where a command reads and writes.
@@ -96,13 +97,7 @@ container engine (registry credentials come from the docker config file).`,
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, yaml or json")
 	pf.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		switch o.output {
-		case "table", "yaml", "json":
-			return nil
-		}
-		return fmt.Errorf("--output %q: use table, yaml or json", o.output)
-	}
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return output.Check(o.output) }
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
 	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o), newBundleGenerateCommand(o))
@@ -118,6 +113,11 @@ container engine (registry credentials come from the docker config file).`,
 		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),
 		newPauseCommand(o, pausableOperator, true), newPauseCommand(o, pausableOperator, false))
 	return root
+}
+
+// print writes v as YAML or JSON (o.output yaml|json), or the table tbl returns.
+func (o *options) print(v any, tbl func() *output.Table) error {
+	return output.Print(o.Out, o.output, v, tbl)
 }
 
 // Execute runs the command tree with args and returns the error to exit with.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metadatav1alpha1 "github.com/olmv1/olmv1/catalogd/api/metadata/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // packageInfo is what search shows of one package of one catalog.
@@ -79,7 +80,7 @@ no package's exact name lists the packages whose names contain it. Reads catalog
 					if err != nil {
 						return err
 					}
-					return o.print(infos, func() *table { return versionsTable(infos) })
+					return o.print(infos, func() *output.Table { return versionsTable(infos) })
 				}
 				pkgs = slices.DeleteFunc(pkgs, func(m metadatav1alpha1.CatalogMetadata) bool { return !strings.Contains(m.Spec.Name, args[0]) })
 				if len(pkgs) == 0 {
@@ -95,7 +96,7 @@ no package's exact name lists the packages whose names contain it. Reads catalog
 				return err
 			}
 			infos = summarize(pkgs, chans)
-			return o.print(infos, func() *table { return packagesTable(infos) })
+			return o.print(infos, func() *output.Table { return packagesTable(infos) })
 		},
 	}
 	cmd.Flags().StringVar(&catalog, "catalog", "", "search only this Catalog")
@@ -213,20 +214,20 @@ func compareVersions(a, b string) int {
 	return va.Compare(vb)
 }
 
-func packagesTable(infos []packageInfo) *table {
-	t := &table{headers: []string{"PACKAGE", "CATALOG", "DEFAULT CHANNEL", "CHANNELS", "DESCRIPTION"}}
+func packagesTable(infos []packageInfo) *output.Table {
+	t := output.NewTable("PACKAGE", "CATALOG", "DEFAULT CHANNEL", "CHANNELS", "DESCRIPTION")
 	for _, p := range infos {
 		var names []string
 		for _, c := range p.Channels {
 			names = append(names, c.Name)
 		}
-		t.add(p.Package, p.Catalog, orNone(p.DefaultChannel), orNone(strings.Join(names, ",")), p.Description)
+		t.Add(p.Package, p.Catalog, output.OrNone(p.DefaultChannel), output.OrNone(strings.Join(names, ",")), p.Description)
 	}
 	return t
 }
 
-func versionsTable(infos []packageInfo) *table {
-	t := &table{headers: []string{"PACKAGE", "CATALOG", "CHANNEL", "VERSION", "BUNDLE", "UPGRADES FROM"}}
+func versionsTable(infos []packageInfo) *output.Table {
+	t := output.NewTable("PACKAGE", "CATALOG", "CHANNEL", "VERSION", "BUNDLE", "UPGRADES FROM")
 	for _, p := range infos {
 		for _, c := range p.Channels {
 			name := c.Name
@@ -242,7 +243,7 @@ func versionsTable(infos []packageInfo) *table {
 				if e.SkipRange != "" {
 					from = append(from, e.SkipRange)
 				}
-				t.add(p.Package, p.Catalog, name, orNone(e.Version), e.Bundle, orNone(strings.Join(from, ", ")))
+				t.Add(p.Package, p.Catalog, name, output.OrNone(e.Version), e.Bundle, output.OrNone(strings.Join(from, ", ")))
 			}
 		}
 	}

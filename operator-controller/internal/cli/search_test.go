@@ -24,7 +24,7 @@ func TestSearchViews(t *testing.T) {
 		blob("b", "olm.channel", "op", "stable", `{}`), blob("b", "olm.channel", "op", "fast", `{}`), blob("a", "olm.channel", "op", "fast", `{}`),
 	}
 	var buf bytes.Buffer
-	if err := packagesTable(summarize(pkgs, chans)).write(&buf); err != nil {
+	if err := packagesTable(summarize(pkgs, chans)).Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -39,7 +39,7 @@ func TestSearchViews(t *testing.T) {
 	}
 	info := details(pkgs[0], blobs)
 	buf.Reset()
-	if err := versionsTable([]packageInfo{info}).write(&buf); err != nil {
+	if err := versionsTable([]packageInfo{info}).Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")

@@ -10,7 +10,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
+
+// conditionStatus returns the status of a condition ("" when absent), or "Unknown" when it does not
+// describe generation (0: any generation).
+func conditionStatus(conds []metav1.Condition, typ string, generation int64) string {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		return ""
+	}
+	if generation != 0 && c.ObservedGeneration != generation {
+		return "Unknown"
+	}
+	return string(c.Status)
+}
 
 // conditionsLine is the one-line progress view of an Operator.
 func conditionsLine(op *operatorsv1alpha1.Operator) string {
@@ -77,13 +91,13 @@ func newStatusCommand(o *options) *cobra.Command {
 			for i := range list.Items {
 				list.Items[i].ManagedFields = nil
 			}
-			return o.print(list, func() *table { return operatorTable(list.Items) })
+			return o.print(list, func() *output.Table { return operatorTable(list.Items) })
 		},
 	}
 }
 
-func operatorTable(ops []operatorsv1alpha1.Operator) *table {
-	t := &table{headers: []string{"NAME", "PACKAGE", "INSTALLED", "RESOLVED", "INSTALLED?", "HEALTHY", "UPGRADE", "NAMESPACE", "MESSAGE"}}
+func operatorTable(ops []operatorsv1alpha1.Operator) *output.Table {
+	t := output.NewTable("NAME", "PACKAGE", "INSTALLED", "RESOLVED", "INSTALLED?", "HEALTHY", "UPGRADE", "NAMESPACE", "MESSAGE")
 	for _, op := range ops {
 		inst, res := "", ""
 		if op.Status.InstalledBundle != nil {
@@ -104,10 +118,10 @@ func operatorTable(ops []operatorsv1alpha1.Operator) *table {
 		if conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g) != "True" || conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g) != "True" {
 			msg = failing(&op)
 		}
-		t.add(op.Name, op.Spec.PackageName, orNone(inst), orNone(res),
-			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g)),
-			orNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g)),
-			orNone(upgrade), orNone(op.Status.InstallNamespace), msg)
+		t.Add(op.Name, op.Spec.PackageName, output.OrNone(inst), output.OrNone(res),
+			output.OrNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeInstalled, g)),
+			output.OrNone(conditionStatus(op.Status.Conditions, operatorsv1alpha1.TypeHealthy, g)),
+			output.OrNone(upgrade), output.OrNone(op.Status.InstallNamespace), msg)
 	}
 	return t
 }
@@ -126,23 +140,23 @@ func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
 	}
 	fmt.Fprintf(w, "Name:              %s\n", op.Name)
 	fmt.Fprintf(w, "Package:           %s\n", op.Spec.PackageName)
-	fmt.Fprintf(w, "Version range:     %s\n", orNone(op.Spec.Version))
-	fmt.Fprintf(w, "Channel:           %s\n", orNone(op.Spec.Channel))
+	fmt.Fprintf(w, "Version range:     %s\n", output.OrNone(op.Spec.Version))
+	fmt.Fprintf(w, "Channel:           %s\n", output.OrNone(op.Spec.Channel))
 	fmt.Fprintf(w, "Upgrade policy:    %s\n", policy)
 	if op.Spec.ApprovedVersion != "" {
 		fmt.Fprintf(w, "Approved version:  %s\n", op.Spec.ApprovedVersion)
 	}
-	fmt.Fprintf(w, "Namespace:         %s\n", orNone(op.Status.InstallNamespace))
+	fmt.Fprintf(w, "Namespace:         %s\n", output.OrNone(op.Status.InstallNamespace))
 	fmt.Fprintf(w, "Installed bundle:  %s\n", bundle(op.Status.InstalledBundle))
 	fmt.Fprintf(w, "Resolved bundle:   %s\n", bundle(op.Status.ResolvedBundle))
 	fmt.Fprintln(w, "Conditions:")
-	t := &table{headers: []string{"  TYPE", "STATUS", "REASON", "CURRENT", "MESSAGE"}}
+	t := output.NewTable("  TYPE", "STATUS", "REASON", "CURRENT", "MESSAGE")
 	for _, c := range op.Status.Conditions {
 		current := "yes"
 		if c.ObservedGeneration != op.Generation {
 			current = fmt.Sprintf("no (generation %d of %d)", c.ObservedGeneration, op.Generation)
 		}
-		t.add("  "+c.Type, string(c.Status), c.Reason, current, c.Message)
+		t.Add("  "+c.Type, string(c.Status), c.Reason, current, c.Message)
 	}
-	return t.write(w)
+	return t.Write(w)
 }

@@ -29,7 +29,7 @@ func TestTables(t *testing.T) {
 	cat := catalogdv1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 2}, Spec: catalogdv1alpha1.CatalogSpec{Source: rukpakv1alpha1.Source{Image: &rukpakv1alpha1.ImageSource{Ref: "127.0.0.1:5000/c:1"}}}}
 	cat.Status = catalogdv1alpha1.CatalogStatus{ShortHash: "abc123", LastUnpacked: &last, Counts: &catalogdv1alpha1.CatalogCounts{Packages: 1, Bundles: 2},
 		Conditions: []metav1.Condition{cond("Unpacked", "False", "UnpackFailed", "image not found", 2), cond("Serving", "True", "ServingPreviousContent", "", 2)}}
-	if err := catalogTable([]catalogdv1alpha1.Catalog{cat}, now).write(&buf); err != nil {
+	if err := catalogTable([]catalogdv1alpha1.Catalog{cat}, now).Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"NAME", "SERVING", "HASH", "demo", "127.0.0.1:5000/c:1", "True", "abc123", "90s", "UnpackFailed: image not found"} {
@@ -46,7 +46,7 @@ func TestTables(t *testing.T) {
 		cond("Resolved", "True", "ResolutionSucceeded", "", 3), cond("Installed", "True", "InstallationSucceeded", "", 3), cond("Healthy", "False", "Unhealthy", "deployment pkg: 0/1 available", 3),
 		cond("UpgradeAvailable", "True", "AwaitingApproval", `version 0.2.0 (bundle pkg.v0.2.0 from catalog "demo") is available; approve it with: kubectl patch operator op --type=merge -p '{"spec":{"approvedVersion":"0.2.0"}}'`, 3),
 	}
-	if err := operatorTable([]operatorsv1alpha1.Operator{op}).write(&buf); err != nil {
+	if err := operatorTable([]operatorsv1alpha1.Operator{op}).Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"op", "pkg", "0.1.0", "0.2.0 (AwaitingApproval)", "pkg-system", "Healthy=False reason Unhealthy: deployment pkg: 0/1 available"} {

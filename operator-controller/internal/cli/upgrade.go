@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // upgradeFlags are the flags of upgrade.
@@ -118,7 +119,7 @@ func (o *options) applyUpgrade(ctx context.Context, c client.Client, op, after *
 		}
 	}
 	after.ManagedFields = nil
-	return o.print(after, func() *table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
+	return o.print(after, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
 }
 
 // proposeUpgrade returns op with the upgrade applied to its spec. For upgradePolicy Manual the
@@ -135,7 +136,7 @@ func proposeUpgrade(ctx context.Context, st *clusterState, op *operatorsv1alpha1
 	if after.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
 		if version == "" && channel == "" {
 			return nil, fmt.Errorf("operator %s has upgradePolicy %s: it upgrades by itself within its spec; pass --version or --channel to change what it installs",
-				op.Name, orNone(string(op.Spec.UpgradePolicy)))
+				op.Name, output.OrNone(string(op.Spec.UpgradePolicy)))
 		}
 		return after, nil
 	}
@@ -180,7 +181,7 @@ func specChange(before, after *operatorsv1alpha1.Operator) string {
 		{"approvedVersion", before.Spec.ApprovedVersion, after.Spec.ApprovedVersion},
 	} {
 		if f.from != f.to {
-			msg += fmt.Sprintf(" spec.%s %s -> %s", f.name, orNone(f.from), orNone(f.to))
+			msg += fmt.Sprintf(" spec.%s %s -> %s", f.name, output.OrNone(f.from), output.OrNone(f.to))
 		}
 	}
 	return msg
