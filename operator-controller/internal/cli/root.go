@@ -4,7 +4,7 @@
 // bundle validate|push|render, catalog init|add-bundle|render|validate|push. User commands talk to the
 // cluster of the current kubeconfig: catalog add|list|pause|resume, search, install, status, approve,
 // upgrade, pause, resume, uninstall. install --dry-run and upgrade --preview print what would change
-// and change nothing (plan.go).
+// and change nothing (package preview computes the plan; output prints tables, YAML and JSON).
 //
 // Validation runs the controllers' own code: catalogd/pkg/fbcvalidate (catalogd's catalog
 // validation) and rukpak/pkg/bundlevalidate (rukpak's bundle conversion plus operator-framework/api's

@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
@@ -66,42 +64,28 @@ upgrade-safety findings. Bundle images are pulled to render them.`,
 // in a dry run; with --preview it prints the plan of the change instead.
 func (o *options) upgrade(ctx context.Context, c client.Client, name string, uf upgradeFlags) error {
 	p := o.newPlanner(c, uf.pf)
+	ro := p.Client()
 	op := &operatorsv1alpha1.Operator{}
-	if err := p.c.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
+	if err := ro.Get(ctx, client.ObjectKey{Name: name}, op); err != nil {
 		return fmt.Errorf("operator %s: %w", name, err)
 	}
-	st, err := readState(ctx, p.c, p.reader)
+	st, err := p.ReadState(ctx)
 	if err != nil {
 		return err
 	}
-	after, err := proposeUpgrade(ctx, st, op, uf.version, uf.channel)
+	after, err := st.ProposeUpgrade(ctx, op, uf.version, uf.channel)
 	if err != nil {
 		return err
 	}
 	// The API server validates the change as it would store it.
 	dry := after.DeepCopy()
-	if err := p.c.Patch(ctx, dry, client.MergeFrom(op), client.DryRunAll); err != nil {
+	if err := ro.Patch(ctx, dry, client.MergeFrom(op), client.DryRunAll); err != nil {
 		return fmt.Errorf("operator %s: the API server refuses the change: %w", name, err)
 	}
 	if uf.preview {
 		return o.previewUpgrade(ctx, p, st, op, dry)
 	}
 	return o.applyUpgrade(ctx, c, op, after, uf.wait, uf.timeout)
-}
-
-// previewUpgrade prints the plan of changing op into dry (as the API server would store it).
-func (o *options) previewUpgrade(ctx context.Context, p *planner, st *clusterState, op, dry *operatorsv1alpha1.Operator) error {
-	plan, err := p.build(ctx, st, proposal{action: "upgrade", after: dry, before: op})
-	if err != nil {
-		return err
-	}
-	if err := o.printPlan(plan); err != nil {
-		return err
-	}
-	if plan.Failed != "" {
-		return &SilentError{Err: fmt.Errorf("operator %s: resolution would fail", op.Name)}
-	}
-	return nil
 }
 
 // applyUpgrade patches op into after, with wait waits until the approved version is installed and
@@ -122,53 +106,6 @@ func (o *options) applyUpgrade(ctx context.Context, c client.Client, op, after *
 	return o.print(after, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
 }
 
-// proposeUpgrade returns op with the upgrade applied to its spec. For upgradePolicy Manual the
-// version that resolution chooses with the new spec is approved; without a new version or channel,
-// the upgrade the Operator waits for is.
-func proposeUpgrade(ctx context.Context, st *clusterState, op *operatorsv1alpha1.Operator, version, channel string) (*operatorsv1alpha1.Operator, error) {
-	after := op.DeepCopy()
-	if version != "" {
-		after.Spec.Version = version
-	}
-	if channel != "" {
-		after.Spec.Channel, after.Spec.Channels = channel, nil // the API refuses both set
-	}
-	if after.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
-		if version == "" && channel == "" {
-			return nil, fmt.Errorf("operator %s has upgradePolicy %s: it upgrades by itself within its spec; pass --version or --channel to change what it installs",
-				op.Name, output.OrNone(string(op.Spec.UpgradePolicy)))
-		}
-		return after, nil
-	}
-	after.Spec.ApprovedVersion = ""
-	ops := make([]operatorsv1alpha1.Operator, 0, len(st.ops))
-	for _, o := range st.ops {
-		if o.Name == after.Name {
-			o = *after
-		}
-		ops = append(ops, o)
-	}
-	o := st.resolve(ctx, ops)[after.Name]
-	installed := installedOf(st, after)
-	target := ""
-	switch {
-	case o.UpgradeAvailable != nil:
-		target = o.UpgradeAvailable.Version
-	case o.Bundle != nil && (installed == nil || o.Bundle.Version != installed.Version):
-		// The installed version is outside the new range: the range change itself is the approval.
-		target = o.Bundle.Version
-	}
-	if target == "" {
-		why := "it is on the newest version its spec allows"
-		if o.Bundle == nil {
-			why = "resolution fails: " + o.Message
-		}
-		return nil, fmt.Errorf("operator %s (upgradePolicy Manual) has no upgrade to approve: %s", op.Name, why)
-	}
-	after.Spec.ApprovedVersion = target
-	return after, nil
-}
-
 // specChange describes what an upgrade changed in the spec.
 func specChange(before, after *operatorsv1alpha1.Operator) string {
 	if equality.Semantic.DeepEqual(before.Spec, after.Spec) {
@@ -185,34 +122,4 @@ func specChange(before, after *operatorsv1alpha1.Operator) string {
 		}
 	}
 	return msg
-}
-
-// installDryRun prints the plan of installing op (not created yet): the API server validates and
-// defaults it in a dry run, then it is resolved with every other Operator.
-func (o *options) installDryRun(ctx context.Context, c client.Client, op *operatorsv1alpha1.Operator, pf previewFlags) error {
-	p := o.newPlanner(c, pf)
-	dry := op.DeepCopy()
-	if err := p.c.Create(ctx, dry, client.DryRunAll); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("operator %s already exists: preview a change with `kubectl olmv1 upgrade %s --preview`", op.Name, op.Name)
-		}
-		return fmt.Errorf("create Operator %s (dry run): %w", op.Name, err)
-	}
-	// It would be the newest Operator; its UID is assigned when it is created.
-	dry.UID, dry.CreationTimestamp = "", metav1.NewTime(p.now())
-	st, err := readState(ctx, p.c, p.reader)
-	if err != nil {
-		return err
-	}
-	plan, err := p.build(ctx, st, proposal{action: "install", after: dry})
-	if err != nil {
-		return err
-	}
-	if err := o.printPlan(plan); err != nil {
-		return err
-	}
-	if plan.Failed != "" {
-		return &SilentError{Err: fmt.Errorf("operator %s would not be installed", op.Name)}
-	}
-	return nil
 }

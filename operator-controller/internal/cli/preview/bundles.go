@@ -1,17 +1,17 @@
-package cli
+package preview
 
 import (
 	"fmt"
 	"sort"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 )
 
 // planBundles lists, for the changed Operator, its dependencies, and every other Operator whose
 // bundle moves, the bundle chosen and why. baseline is the resolution before the change.
-func planBundles(st *clusterState, pr proposal, res *resolution, baseline map[string]resolve.Outcome) (bundles []PlannedBundle, affected []string) {
+func planBundles(st *State, pr proposal, res *resolution, baseline map[string]operators.Outcome) (bundles []PlannedBundle, affected []string) {
 	ops := map[string]*operatorsv1alpha1.Operator{}
 	for i := range res.ops {
 		ops[res.ops[i].Name] = &res.ops[i]
@@ -76,7 +76,7 @@ func planBundles(st *clusterState, pr proposal, res *resolution, baseline map[st
 }
 
 // bundleName is the name of b, "" for nil.
-func bundleName(b *resolve.Bundle) string {
+func bundleName(b *operators.Bundle) string {
 	if b == nil {
 		return ""
 	}
@@ -84,7 +84,7 @@ func bundleName(b *resolve.Bundle) string {
 }
 
 // installedOf is the bundle op's BundleDeployment installs (as resolution counts it), nil if none.
-func installedOf(st *clusterState, op *operatorsv1alpha1.Operator) *resolve.Installed {
+func installedOf(st *State, op *operatorsv1alpha1.Operator) *operators.Installed {
 	bd := st.bds[op.Name]
 	if bd == nil {
 		return nil
@@ -93,7 +93,7 @@ func installedOf(st *clusterState, op *operatorsv1alpha1.Operator) *resolve.Inst
 	if v == "" || bd.Annotations[controller.AnnotationPackage] != op.Spec.PackageName {
 		return nil
 	}
-	return &resolve.Installed{BundleName: bd.Annotations[controller.AnnotationBundleName], Version: v}
+	return &operators.Installed{BundleName: bd.Annotations[controller.AnnotationBundleName], Version: v}
 }
 
 // dependents lists the bundles of the resolution that depend on the Operator named n, with the

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/preview"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -65,7 +66,7 @@ func TestInstallDryRunPlansWithoutWriting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
-	var plan Plan
+	var plan preview.Plan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

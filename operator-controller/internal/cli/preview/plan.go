@@ -1,9 +1,8 @@
-package cli
-
-// Previews: `install PACKAGE --dry-run` and `upgrade NAME --preview` print what operator-controller
-// and rukpak would do, computed with their own code, and change nothing:
+// Package preview computes what `kubectl olmv1 install PACKAGE --dry-run` and
+// `upgrade NAME --preview` print: what operator-controller and rukpak would do, computed with their
+// own code, changing nothing:
 //
-//  1. read what a reconcile reads (planinputs.go): every Operator, the Catalogs, the
+//  1. read what a reconcile reads (state.go): every Operator, the Catalogs, the
 //     BundleDeployments operator-controller created, and the serving catalogs' content through
 //     operator-controller's catalog cache (checked against status.contentHash);
 //  2. change the Operators as the command would: a new Operator, or the upgraded spec, which the API
@@ -12,24 +11,19 @@ package cli
 //     deppy/pkg/operators); with dependencyPolicy Install, add the Operators a reconcile would create
 //     for dependencies (internal/controller's DependencyOperator) and resolve again, until nothing
 //     more is needed;
-//  4. for every Operator whose bundle changes (planobjects.go): the namespace and BundleDeployment a
+//  4. for every Operator whose bundle changes (objects.go): the namespace and BundleDeployment a
 //     reconcile would write (internal/controller), and the bundle's objects as rukpak renders them
 //     (rukpak/pkg/bundlerender), each compared with the live object by a server-side apply dry run;
 //  5. the RBAC among those objects, and rukpak's CRD upgrade-safety check (rukpak/pkg/preflight)
-//     on their CRDs (planrbac.go).
+//     on their CRDs (rbac.go).
 //
-// Every request goes through a readOnlyClient: a write that is not a dry run is refused.
+// Every request goes through a readOnlyClient (readonly.go): a write that is not a dry run is refused.
+// Write prints a Plan for people (write.go).
+package preview
 
 import (
-	"context"
-	"time"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
-	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
-	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 )
 
@@ -113,39 +107,3 @@ const (
 	byOperatorController = "operator-controller"
 	byRukpak             = "rukpak"
 )
-
-// planner computes Plans. Its client must be a readOnlyClient.
-type planner struct {
-	c client.Client
-	// reader reads catalog content (a MetadataReader on c by default).
-	reader catalogs.ContentReader
-	// fetch makes a bundle image's content available in a directory; remove deletes it.
-	fetch func(ctx context.Context, image string) (dir string, remove func(), err error)
-	// certProvider is the webhook certificate provider rukpak renders with (bundlerender).
-	certProvider string
-	// now is the creation time of the Operators the change adds.
-	now func() time.Time
-}
-
-// proposal is the change a command would make: the Operator after it (validated by a dry run), and
-// before it (nil for an install).
-type proposal struct {
-	action string
-	after  *operatorsv1alpha1.Operator
-	before *operatorsv1alpha1.Operator
-}
-
-// resolution is the outcome of resolving the Operators after the change, including the Operators
-// created for dependencies.
-type resolution struct {
-	ops      []operatorsv1alpha1.Operator
-	outcomes map[string]resolve.Outcome
-	// created are the dependency Operators a reconcile would create, by name.
-	created map[string]bool
-	// joined are dependency Operators created earlier for other Operators that the changed Operator
-	// needs too (its ownerReference is added); released are those it no longer needs but others do
-	// (its ownerReference is removed); deleted are those nothing needs any more.
-	joined, released, deleted []*operatorsv1alpha1.Operator
-	// notes say what a reconcile would fail to do.
-	notes []string
-}

@@ -1,47 +1,11 @@
-package cli
+package preview
 
 import (
 	"bytes"
-	"context"
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-func TestReadOnlyClientRefusesWrites(t *testing.T) {
-	pc := newPreviewCluster(t)
-	ro := readOnlyClient{Client: pc.client}
-	ctx := context.Background()
-	ns := func() *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}} }
-	for name, write := range map[string]func() error{
-		"create": func() error { return ro.Create(ctx, ns()) },
-		"update": func() error { return ro.Update(ctx, ns()) },
-		"patch": func() error {
-			return ro.Patch(ctx, ns(), client.RawPatch("application/merge-patch+json", []byte(`{}`)))
-		},
-		"delete":        func() error { return ro.Delete(ctx, ns()) },
-		"delete all of": func() error { return ro.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace("x")) },
-		"status":        func() error { return ro.Status().Update(ctx, ns(), client.DryRunAll) },
-	} {
-		if err := write(); err == nil || !strings.Contains(err.Error(), "refusing to") {
-			t.Errorf("%s: %v, want a refusal", name, err)
-		}
-	}
-	if len(pc.writes) != 0 {
-		t.Errorf("refused writes reached the client: %q", pc.writes)
-	}
-	if err := ro.Create(ctx, ns(), client.DryRunAll); err != nil {
-		t.Errorf("a dry run is allowed: %v", err)
-	}
-	if w := pc.realWrites(); len(w) != 0 || len(pc.writes) != 1 {
-		t.Errorf("writes %q", pc.writes)
-	}
-	assertEmpty(t, pc.client, &corev1.NamespaceList{})
-}
 
 func TestWritePlan(t *testing.T) {
 	plan := &Plan{
@@ -59,7 +23,7 @@ func TestWritePlan(t *testing.T) {
 	plan.CRDs = append(plan.CRDs, CRDFinding{Operator: "w"})
 	plan.CRDs[0].CRD, plan.CRDs[0].Installed, plan.CRDs[0].Problems = "widgets.example.com", true, []string{"CRD widgets.example.com changes scope from Namespaced to Cluster"}
 	var b bytes.Buffer
-	if err := writePlan(&b, plan); err != nil {
+	if err := Write(&b, plan); err != nil {
 		t.Fatal(err)
 	}
 	want := `Upgrade Operator w (package widgets): 1.0.0 -> 1.1.0

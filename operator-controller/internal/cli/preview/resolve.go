@@ -1,4 +1,4 @@
-package cli
+package preview
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 )
@@ -17,10 +18,25 @@ import (
 // reported).
 const maxDependencyRounds = 10
 
+// resolution is the outcome of resolving the Operators after the change, including the Operators
+// created for dependencies.
+type resolution struct {
+	ops      []operatorsv1alpha1.Operator
+	outcomes map[string]operators.Outcome
+	// created are the dependency Operators a reconcile would create, by name.
+	created map[string]bool
+	// joined are dependency Operators created earlier for other Operators that the changed Operator
+	// needs too (its ownerReference is added); released are those it no longer needs but others do
+	// (its ownerReference is removed); deleted are those nothing needs any more.
+	joined, released, deleted []*operatorsv1alpha1.Operator
+	// notes say what a reconcile would fail to do.
+	notes []string
+}
+
 // resolveChange resolves the Operators with the change applied, adding the dependency Operators a
 // reconcile would create (dependencyPolicy Install), and removing those created earlier that the
 // changed Operator no longer needs.
-func (p *planner) resolveChange(ctx context.Context, st *clusterState, pr proposal) (*resolution, error) {
+func (p *Planner) resolveChange(ctx context.Context, st *State, pr proposal) (*resolution, error) {
 	ops := make([]operatorsv1alpha1.Operator, 0, len(st.ops)+1)
 	replaced := false
 	for _, op := range st.ops {

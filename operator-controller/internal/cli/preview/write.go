@@ -1,4 +1,4 @@
-package cli
+package preview
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // writePlan prints a Plan for people: the resolution and why, the objects, their diffs, the RBAC
 // and the CRD upgrade-safety findings, each under a heading.
-func writePlan(w io.Writer, p *Plan) error {
+func Write(w io.Writer, p *Plan) error {
 	pw := &planWriter{w: w}
 	pw.header(p)
 	pw.failure(p)

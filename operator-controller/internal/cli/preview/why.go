@@ -1,4 +1,4 @@
-package cli
+package preview
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	mmsemver "github.com/Masterminds/semver/v3"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 )
 
@@ -18,7 +18,7 @@ import (
 // upgrade edge from the installed bundle. It states what the catalogs and the Operator's spec say;
 // the choice itself is deppy's (resolution prefers, in order: not deprecated, the default channel
 // when no channel is named, the highest version, the catalog with the highest priority).
-func why(st *clusterState, op *operatorsv1alpha1.Operator, b *resolve.Bundle, installed *resolve.Installed, dependents []string) []string {
+func why(st *State, op *operatorsv1alpha1.Operator, b *operators.Bundle, installed *operators.Installed, dependents []string) []string {
 	var lines []string
 	// The requirement.
 	want := "any version"
@@ -92,7 +92,7 @@ func why(st *clusterState, op *operatorsv1alpha1.Operator, b *resolve.Bundle, in
 
 // versionReason says whether the chosen version is the newest the catalogs offer for the package,
 // and why newer ones were passed over when the Operator's spec says it.
-func versionReason(idx *olm.Index, op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
+func versionReason(idx *olm.Index, op *operatorsv1alpha1.Operator, b *operators.Bundle) string {
 	chosen, err := mmsemver.NewVersion(b.Version)
 	if err != nil {
 		return b.Version
@@ -148,7 +148,7 @@ func versionReason(idx *olm.Index, op *operatorsv1alpha1.Operator, b *resolve.Bu
 }
 
 // edgeReason names the catalog's upgrade edge from the installed bundle to ib, or why none is needed.
-func edgeReason(op *operatorsv1alpha1.Operator, ib *olm.Bundle, installed *resolve.Installed) string {
+func edgeReason(op *operatorsv1alpha1.Operator, ib *olm.Bundle, installed *operators.Installed) string {
 	from := fmt.Sprintf("from %s (%s)", installed.BundleName, installed.Version)
 	if op.Spec.UpgradeConstraintPolicy == operatorsv1alpha1.UpgradeConstraintPolicyIgnore {
 		return from + ": upgradeConstraintPolicy Ignore, no upgrade edge needed"
@@ -174,7 +174,7 @@ func edgeReason(op *operatorsv1alpha1.Operator, ib *olm.Bundle, installed *resol
 }
 
 // changeOf says what happens to the installed bundle.
-func changeOf(installed *resolve.Installed, b *resolve.Bundle) string {
+func changeOf(installed *operators.Installed, b *operators.Bundle) string {
 	switch {
 	case installed == nil:
 		return "install"
@@ -194,7 +194,7 @@ func changeOf(installed *resolve.Installed, b *resolve.Bundle) string {
 	return "reinstall"
 }
 
-func catalogPriority(st *clusterState, name string) int32 {
+func catalogPriority(st *State, name string) int32 {
 	for i := range st.cats {
 		if st.cats[i].Name == name {
 			return st.cats[i].Spec.Priority

@@ -1,4 +1,4 @@
-package cli
+package preview
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -32,7 +32,7 @@ type rendered struct {
 // namespace when missing, its BundleDeployment, and the bundle's objects as rukpak renders and
 // applies them, each compared with the live object. It returns what was rendered (nil when
 // operator-controller would not get that far).
-func (p *planner) operatorObjects(ctx context.Context, st *clusterState, plan *Plan, op *operatorsv1alpha1.Operator, b *resolve.Bundle, planned map[string]bool) (*rendered, error) {
+func (p *Planner) operatorObjects(ctx context.Context, st *State, plan *Plan, op *operatorsv1alpha1.Operator, b *operators.Bundle, planned map[string]bool) (*rendered, error) {
 	have := st.bds[op.Name]
 	// The reconciler's choice: an existing BundleDeployment's namespace wins.
 	ns := controller.InstallNamespace(op, b)
@@ -68,7 +68,7 @@ func (p *planner) operatorObjects(ctx context.Context, st *clusterState, plan *P
 
 // planNamespace adds to plan the creation of op's install namespace ns when it is missing (or that
 // it cannot be read).
-func (p *planner) planNamespace(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, ns string) error {
+func (p *Planner) planNamespace(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, ns string) error {
 	err := p.c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -93,7 +93,7 @@ func (p *planner) planNamespace(ctx context.Context, plan *Plan, op *operatorsv1
 // planBundleDeployment adds to plan what a reconcile of op would do to its BundleDeployment (have,
 // nil when there is none) to install b into ns, and returns the BundleDeployment after it. When
 // operator-controller would not install b, it adds a note and returns nil.
-func (p *planner) planBundleDeployment(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string,
+func (p *Planner) planBundleDeployment(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string,
 	have *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
 	want, err := controller.DesiredBundleDeployment(op, b, ns)
 	if err != nil {
@@ -119,7 +119,7 @@ func (p *planner) planBundleDeployment(ctx context.Context, plan *Plan, op *oper
 
 // updatedBundleDeployment is the existing BundleDeployment have after a reconcile merges want into
 // it, as the API server would store it; it sets bdObj's action (unchanged or update), diff and note.
-func (p *planner) updatedBundleDeployment(ctx context.Context, have, want *rukpakv1alpha1.BundleDeployment, bdObj *PlannedObject) (*rukpakv1alpha1.BundleDeployment, error) {
+func (p *Planner) updatedBundleDeployment(ctx context.Context, have, want *rukpakv1alpha1.BundleDeployment, bdObj *PlannedObject) (*rukpakv1alpha1.BundleDeployment, error) {
 	updated := have.DeepCopy()
 	if !controller.MergeBundleDeployment(updated, want) {
 		bdObj.Action = "unchanged"
@@ -145,7 +145,7 @@ func (p *planner) updatedBundleDeployment(ctx context.Context, have, want *rukpa
 // planPrune adds to plan the deletion of what the installed bundle of have rendered that the new
 // bundle does not (keep holds the new bundle's object keys), never CRDs, and only objects rukpak
 // applied for have.
-func (p *planner) planPrune(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, keep map[string]bool) {
+func (p *Planner) planPrune(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, keep map[string]bool) {
 	old, err := p.render(ctx, have)
 	if err != nil {
 		plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: could not render the installed bundle %s to find what the upgrade removes: %v", op.Name, have.Spec.Source.Image.Ref, err))
@@ -166,7 +166,7 @@ func (p *planner) planPrune(ctx context.Context, plan *Plan, op *operatorsv1alph
 
 // render renders the bundle bd installs exactly as rukpak would for bd: its provisioner, install
 // namespace and config, the owner labels of bd's name, in apply order.
-func (p *planner) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, error) {
+func (p *Planner) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, error) {
 	if bd.Spec.Source.Image == nil {
 		return nil, fmt.Errorf("BundleDeployment %s has no image source", bd.Name)
 	}
@@ -188,7 +188,7 @@ func (p *planner) render(ctx context.Context, bd *rukpakv1alpha1.BundleDeploymen
 // compareLive says what applying u (rendered for BundleDeployment owner) would do to the live
 // object: create it, change it (with the diff of a server-side apply dry run, field manager rukpak,
 // forced, as rukpak applies), or nothing.
-func (p *planner) compareLive(ctx context.Context, u *unstructured.Unstructured, opName, owner string) PlannedObject {
+func (p *Planner) compareLive(ctx context.Context, u *unstructured.Unstructured, opName, owner string) PlannedObject {
 	po := PlannedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Operator: opName, By: byRukpak}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
@@ -231,7 +231,7 @@ func (p *planner) compareLive(ctx context.Context, u *unstructured.Unstructured,
 }
 
 // crdFindings runs rukpak's CRD upgrade-safety check on the CRDs r installs.
-func (p *planner) crdFindings(ctx context.Context, r *rendered) ([]CRDFinding, error) {
+func (p *Planner) crdFindings(ctx context.Context, r *rendered) ([]CRDFinding, error) {
 	findings, err := preflight.CheckCRDs(ctx, p.c, r.objects)
 	if err != nil {
 		return nil, fmt.Errorf("Operator %s: CRD upgrade safety: %w", r.op.Name, err)

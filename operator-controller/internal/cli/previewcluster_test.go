@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,7 @@ func newPreviewCluster(t *testing.T, objs ...client.Object) *previewCluster {
 		if o, ok := obj.(client.Object); ok {
 			name = o.GetName()
 		}
-		pc.writes = append(pc.writes, fmt.Sprintf("%s %T %s dryRun=%v", verb, obj, name, isDryRun(dryRun)))
+		pc.writes = append(pc.writes, fmt.Sprintf("%s %T %s dryRun=%v", verb, obj, name, slices.Contains(dryRun, metav1.DryRunAll)))
 	}
 	pc.client = fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithIndex(&metadatav1alpha1.CatalogMetadata{}, metadatav1alpha1.FieldCatalog, func(o client.Object) []string {

@@ -1,4 +1,4 @@
-package cli
+package preview
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-// clusterState is what operator-controller's resolution reads: every Operator, every Catalog, the
+// State is what operator-controller's resolution reads: every Operator, every Catalog, the
 // BundleDeployments it created, and the serving catalogs' content.
-type clusterState struct {
+type State struct {
 	ops  []operatorsv1alpha1.Operator
 	bds  map[string]*rukpakv1alpha1.BundleDeployment // by Operator name
 	cats []catalogdv1alpha1.Catalog
@@ -30,7 +30,7 @@ type clusterState struct {
 // readState reads what a reconcile reads, through c (a readOnlyClient). Catalog content is read and
 // checked by operator-controller's own catalog cache (internal/catalogs: CatalogMetadata, compared
 // with status.contentHash before it is used) from reader.
-func readState(ctx context.Context, c client.Client, reader catalogs.ContentReader) (*clusterState, error) {
+func readState(ctx context.Context, c client.Client, reader catalogs.ContentReader) (*State, error) {
 	ops := &operatorsv1alpha1.OperatorList{}
 	if err := c.List(ctx, ops); err != nil {
 		return nil, fmt.Errorf("listing Operators (is operator-controller installed?): %w", err)
@@ -43,7 +43,7 @@ func readState(ctx context.Context, c client.Client, reader catalogs.ContentRead
 	if err := c.List(ctx, bdList, client.MatchingLabels{controller.LabelOwnerKind: "Operator"}); err != nil {
 		return nil, fmt.Errorf("listing BundleDeployments (is rukpak installed?): %w", err)
 	}
-	st := &clusterState{ops: ops.Items, cats: cats.Items, bds: map[string]*rukpakv1alpha1.BundleDeployment{}}
+	st := &State{ops: ops.Items, cats: cats.Items, bds: map[string]*rukpakv1alpha1.BundleDeployment{}}
 	for i := range bdList.Items {
 		bd := &bdList.Items[i]
 		if op := cluster.OwnerOperator(bd.Labels, bd.OwnerReferences); op != "" {
@@ -62,11 +62,11 @@ func readState(ctx context.Context, c client.Client, reader catalogs.ContentRead
 // operator-controller's own mapping (controller.Requests, on deppy/pkg/cluster) from the Operators,
 // their BundleDeployments and the Catalogs, and solved by deppy/pkg/operators. An Operator that
 // cannot become a request (an invalid catalog selector) fails with the mapping's message.
-func (st *clusterState) resolve(ctx context.Context, ops []operatorsv1alpha1.Operator) map[string]resolve.Outcome {
+func (st *State) resolve(ctx context.Context, ops []operatorsv1alpha1.Operator) map[string]operators.Outcome {
 	reqs, invalid := controller.Requests(ops, st.bds, st.cats)
-	out := resolve.Resolve(ctx, st.idx, reqs)
+	out := operators.Resolve(ctx, st.idx, reqs)
 	for name, msg := range invalid {
-		out[name] = resolve.Outcome{Message: msg}
+		out[name] = operators.Outcome{Message: msg}
 	}
 	return out
 }
