@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
@@ -66,12 +67,16 @@ spec:
 `
 
 var _ = Describe("catalogd", Label("catalogd"), func() {
-	var catalogs dynamic.NamespaceableResourceInterface
+	var (
+		catalogs dynamic.NamespaceableResourceInterface
+		c        client.Client
+	)
 
 	BeforeEach(func(ctx SpecContext) {
 		dc, err := dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
 		catalogs = dc.Resource(catalogGVR)
+		c = newClient(env.cfg)
 		_, err = env.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: catalogdNamespace}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			Expect(err).NotTo(HaveOccurred())
@@ -102,22 +107,6 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 		}}
 	}
 
-	// waitCondition waits until the Catalog's condition has status and reason for its current generation.
-	waitCondition := func(ctx context.Context, name, typ, status, reason string) *unstructured.Unstructured {
-		var got *unstructured.Unstructured
-		Eventually(func(g Gomega) {
-			var err error
-			got, err = catalogs.Get(ctx, name, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			c := findCondition(got, typ)
-			g.Expect(c).NotTo(BeNil(), "condition %s", typ)
-			g.Expect(c["observedGeneration"]).To(BeEquivalentTo(got.GetGeneration()))
-			g.Expect(c["status"]).To(Equal(status), "%s: %v", typ, c)
-			g.Expect(c["reason"]).To(Equal(reason), "%s: %v", typ, c)
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		return got
-	}
-
 	It("unpacks the seed's ConfigMap catalog and serves its package, channel and bundle", Label("seed-configmap-source"), func(ctx SpecContext) {
 		content, err := os.ReadFile(filepath.Join(env.repoRoot, "e2e", "testdata", "catalogs", "demo", "catalog.yaml"))
 		Expect(err).NotTo(HaveOccurred())
@@ -135,7 +124,7 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 		Expect(yaml.Unmarshal([]byte(seedCatalog), &obj.Object)).To(Succeed())
 		createCatalog(ctx, obj)
 
-		got := waitCondition(ctx, "my-catalog", "Serving", "True", "Serving")
+		got := waitCondition(ctx, c, catalogNamed("my-catalog"), "Serving", "True", 2*time.Minute, withReason("Serving"))
 		Expect(findCondition(got, "Unpacked")).To(HaveKeyWithValue("status", "True"))
 		counts, _, _ := unstructured.NestedMap(got.Object, "status", "counts")
 		Expect(counts).To(Equal(map[string]any{"packages": int64(1), "channels": int64(2), "bundles": int64(3)}))
@@ -161,11 +150,11 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 	It("reports an image that does not exist in the registry", Label("seed-failure-reporting"), func(ctx SpecContext) {
 		ref := env.registry.Addr + "/catalogs/does-not-exist:v1"
 		createCatalog(ctx, imageCatalog("missing-image", ref))
-		got := waitCondition(ctx, "missing-image", "Unpacked", "False", "UnpackFailed")
+		got := waitCondition(ctx, c, catalogNamed("missing-image"), "Unpacked", "False", 2*time.Minute, withReason("UnpackFailed"))
 		msg := findCondition(got, "Unpacked")["message"].(string)
 		Expect(msg).To(ContainSubstring("does-not-exist"), "the message names the image")
 		fmt.Fprintf(GinkgoWriter, "Unpacked message: %s\n", msg)
-		waitCondition(ctx, "missing-image", "Serving", "False", "NotServing")
+		waitCondition(ctx, c, catalogNamed("missing-image"), "Serving", "False", 2*time.Minute, withReason("NotServing"))
 		code, _ := httpsStatus(ctx, "https://"+catalogdHTTPAddr+"/catalogs/missing-image/all.json")
 		Expect(code).To(Equal(http.StatusNotFound))
 	})
@@ -191,7 +180,7 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 			}
 			var got *unstructured.Unstructured
 			Eventually(func(g Gomega) {
-				got = waitCondition(ctx, name, "Serving", "True", "Serving")
+				got = waitCondition(ctx, c, catalogNamed(name), "Serving", "True", 2*time.Minute, withReason("Serving"))
 				served, _, _ := unstructured.NestedInt64(got.Object, "status", "servedGeneration")
 				g.Expect(served).To(Equal(got.GetGeneration()))
 				resolved, _, _ := unstructured.NestedString(got.Object, "status", "resolvedSource", "image", "ref")
@@ -225,7 +214,7 @@ var _ = Describe("catalogd", Label("catalogd"), func() {
 		}
 		var hash string
 		for i := range 5 {
-			got := waitCondition(ctx, fmt.Sprintf("community-%d", i), "Serving", "True", "Serving")
+			got := waitCondition(ctx, c, catalogNamed(fmt.Sprintf("community-%d", i)), "Serving", "True", 2*time.Minute, withReason("Serving"))
 			counts, _, _ := unstructured.NestedMap(got.Object, "status", "counts")
 			Expect(counts).To(Equal(map[string]any{"packages": int64(37), "channels": int64(85), "bundles": int64(803)}))
 			h, _, _ := unstructured.NestedString(got.Object, "status", "contentHash")
@@ -265,17 +254,6 @@ func freePortOutsideEphemeralRange() string {
 		}
 	}
 	panic("no free port between 20000 and 29999 for catalogd's content endpoint")
-}
-
-func findCondition(obj *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
 }
 
 var catalogdHTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{

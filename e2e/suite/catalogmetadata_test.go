@@ -59,13 +59,10 @@ var _ = Describe("CatalogMetadata API", Label("catalogmetadata"), Ordered, func(
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
 		metadata = dc.Resource(catalogMetadataGVR)
+		c := newClient(env.cfg)
 
 		By("waiting for the APIService to be Available through kube-apiserver")
-		Eventually(func(g Gomega) {
-			as, err := dc.Resource(apiServiceGVR).Get(ctx, "v1alpha1.metadata.catalogd.operatorframework.io", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(findCondition(as, "Available")).To(HaveKeyWithValue("status", "True"))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, apiServiceNamed("v1alpha1.metadata.catalogd.operatorframework.io"), "Available", "True", 2*time.Minute, anyGeneration())
 
 		By("serving a catalog built from testdata")
 		refs := map[string]string{}

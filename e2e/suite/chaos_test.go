@@ -27,12 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -275,17 +273,12 @@ var _ = Describe("chaos: controllers killed with SIGKILL at random points conver
 		run = newChaosRun()
 		fmt.Fprintf(GinkgoWriter, "%s\n", run.reproduce())
 		AddReportEntry("chaos seed", run.reproduce())
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
 		// Clients without client-side throttling: with the default 5 requests/s, polling ten Operators
 		// would measure the throttle rather than the controllers.
 		cfg := rest.CopyConfig(env.cfg)
 		cfg.QPS, cfg.Burst = 500, 1000
+		c = newClient(cfg)
 		var err error
-		c, err = client.New(cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
 		dc, err = dynamic.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
 		chaosClientset, err = kubernetes.NewForConfig(cfg)

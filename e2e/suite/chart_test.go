@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/e2e/chart"
 	"github.com/olmv1/olmv1/e2e/chart/images"
@@ -55,6 +56,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 		hc       *chart.Client
 		ch       *helmchart.Chart
 		dc       dynamic.Interface
+		c        client.Client
 		vals     map[string]any
 		caBundle []byte
 	)
@@ -64,6 +66,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 		ch, err = chart.Load(chart.Dir(env.repoRoot))
 		Expect(err).NotTo(HaveOccurred())
 		hc, err = chart.NewClient(env.kubeconfig, "default", GinkgoWriter)
@@ -123,11 +126,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 			_, err := apiServices.Create(ctx, restored, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			if findCondition(saved, "Available")["status"] == "True" {
-				Eventually(func(g Gomega) {
-					as, err := apiServices.Get(ctx, apiServiceName, metav1.GetOptions{})
-					g.Expect(err).NotTo(HaveOccurred())
-					g.Expect(findCondition(as, "Available")).To(HaveKeyWithValue("status", "True"))
-				}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+				waitCondition(ctx, c, apiServiceNamed(apiServiceName), "Available", "True", 2*time.Minute, anyGeneration())
 			}
 		})
 	})
@@ -173,11 +172,7 @@ var _ = Describe("Helm chart", Label("chart"), Serial, Ordered, func() {
 		}
 		if os.Getenv("E2E_CHART_REAL_CLUSTER") == "1" {
 			By("waiting for the chart's catalogd to serve the APIService (a real cluster: pods run)")
-			Eventually(func(g Gomega) {
-				as, err := dc.Resource(apiServiceGVR).Get(ctx, apiServiceName, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(findCondition(as, "Available")).To(HaveKeyWithValue("status", "True"))
-			}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+			waitCondition(ctx, c, apiServiceNamed(apiServiceName), "Available", "True", 3*time.Minute, anyGeneration())
 			_, err := dc.Resource(catalogMetadataGVR).List(ctx, metav1.ListOptions{Limit: 1})
 			Expect(err).NotTo(HaveOccurred())
 		}

@@ -17,7 +17,6 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -135,7 +134,7 @@ var _ = Describe("kubectl-olmv1", Label("cli"), func() {
 		op, err := dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(findCondition(op, "Installed")).To(HaveKeyWithValue("status", "True"))
-		Expect(cliNestedString(op.Object, "status", "installedBundle", "version")).To(Equal("0.1.0"))
+		Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("0.1.0"))
 
 		By("approve without a pending upgrade is refused")
 		_, errOut, err = kubectlOLMv1(ctx, "approve", opName)
@@ -159,11 +158,11 @@ var _ = Describe("kubectl-olmv1", Label("cli"), func() {
 		Expect(errOut).To(ContainSubstring("approved version 0.2.0"))
 		op, err = dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cliNestedString(op.Object, "status", "installedBundle", "version")).To(Equal("0.2.0"))
-		Expect(cliNestedString(op.Object, "spec", "approvedVersion")).To(Equal("0.2.0"))
+		Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("0.2.0"))
+		Expect(nestedString(op.Object, "spec", "approvedVersion")).To(Equal("0.2.0"))
 		bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, opName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cliNestedString(bd.Object, "spec", "source", "image", "ref")).To(Equal(bundleRef("0.2.0")))
+		Expect(nestedString(bd.Object, "spec", "source", "image", "ref")).To(Equal(bundleRef("0.2.0")))
 
 		By("uninstall --wait leaves no Operator, BundleDeployment, Deployment or namespace")
 		_, errOut, err = kubectlOLMv1(ctx, "uninstall", opName, "--wait", "--timeout", "3m")
@@ -180,9 +179,3 @@ var _ = Describe("kubectl-olmv1", Label("cli"), func() {
 		Expect(mustKubectlOLMv1(ctx, "status")).NotTo(ContainSubstring(opName))
 	})
 })
-
-// cliNestedString returns the string at fields of obj ("" when absent).
-func cliNestedString(obj map[string]any, fields ...string) string {
-	s, _, _ := unstructured.NestedString(obj, fields...)
-	return s
-}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // deppyClusterOutput is what `deppy resolve --kubeconfig -o json` prints.
@@ -81,12 +82,16 @@ func runDeppy(ctx context.Context, args ...string) (string, string, int) {
 }
 
 var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
-	var dc dynamic.Interface
+	var (
+		dc dynamic.Interface
+		c  client.Client
+	)
 
 	BeforeEach(func() {
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	createCatalog := func(ctx context.Context, name, label, ref string) {
@@ -98,11 +103,7 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 		}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, name, metav1.DeleteOptions{}) })
-		Eventually(func(g Gomega) {
-			got, err := catalogs.Get(ctx, name, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, catalogNamed(name), "Serving", "True", 2*time.Minute, anyGeneration())
 	}
 
 	createOperator := func(ctx context.Context, name string, spec map[string]any) {
@@ -121,116 +122,12 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 		})
 	}
 
-	// waitReconciled waits until operator-controller reported on the Operator's current generation:
-	// its condition typ (Resolved unless given) has that observedGeneration and the status given.
-	waitReconciled := func(ctx context.Context, name, typ, status string) *unstructured.Unstructured {
-		var got *unstructured.Unstructured
-		Eventually(func(g Gomega) {
-			var err error
-			got, err = dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			c := findCondition(got, typ)
-			g.Expect(c).NotTo(BeNil(), "conditions: %v", got.Object["status"])
-			g.Expect(c["observedGeneration"]).To(BeEquivalentTo(got.GetGeneration()))
-			g.Expect(c["status"]).To(Equal(status), "%s: %v", typ, c)
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		return got
-	}
-
 	waitBundleDeploymentVersion := func(ctx context.Context, name, version string) {
 		Eventually(func(g Gomega) {
 			bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, name, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(bd.GetAnnotations()).To(HaveKeyWithValue("operators.operatorframework.io/bundle-version", version))
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-	}
-
-	// deppyAgrees runs deppy resolve --kubeconfig with args and checks that, for every Operator of
-	// the cluster (not being deleted), it decides what operator-controller's status says: the
-	// resolved bundle and its dependencies, or the Resolved condition's message; the upgrade a
-	// Manual Operator awaits; the installed version its BundleDeployment names.
-	deppyAgrees := func(ctx context.Context, g Gomega, args ...string) deppyClusterOutput {
-		stdout, stderr, code := runDeppy(ctx, append([]string{"resolve", "--kubeconfig", env.kubeconfig, "-o", "json"}, args...)...)
-		g.Expect(code).To(Or(Equal(0), Equal(1)), "stderr: %s", stderr)
-		var out deppyClusterOutput
-		g.Expect(json.Unmarshal([]byte(stdout), &out)).To(Succeed(), stdout)
-		byName := map[string]int{}
-		for i, o := range out.Operators {
-			byName[o.Name] = i
-		}
-		list, err := dc.Resource(operatorGVR).List(ctx, metav1.ListOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		allResolved := true
-		for i := range list.Items {
-			op := &list.Items[i]
-			if op.GetDeletionTimestamp() != nil {
-				continue
-			}
-			idx, ok := byName[op.GetName()]
-			g.Expect(ok).To(BeTrue(), "deppy lists Operator %s", op.GetName())
-			d := out.Operators[idx]
-			resolved := findCondition(op, "Resolved")
-			g.Expect(resolved).NotTo(BeNil())
-			g.Expect(resolved["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()), "Operator %s is reconciled", op.GetName())
-			message, _ := resolved["message"].(string)
-			if resolved["status"] == "True" {
-				// The string fields of resolvedBundle (its properties are a list).
-				rbAll, _, _ := unstructured.NestedMap(op.Object, "status", "resolvedBundle")
-				rb := map[string]string{}
-				for k, v := range rbAll {
-					if s, ok := v.(string); ok {
-						rb[k] = s
-					}
-				}
-				g.Expect(d.Resolved).To(BeTrue(), "Operator %s: operator-controller resolved %v, deppy says %q", op.GetName(), rb, d.Message)
-				g.Expect(d.Bundle.Name).To(Equal(rb["name"]), op.GetName())
-				g.Expect(d.Bundle.Version).To(Equal(rb["version"]), op.GetName())
-				g.Expect(d.Bundle.Catalog).To(Equal(rb["catalog"]), op.GetName())
-				g.Expect(d.Bundle.Image).To(Equal(rb["source"]), op.GetName())
-				deps, _, _ := unstructured.NestedSlice(op.Object, "status", "dependencies")
-				var want, got []string
-				for _, dep := range deps {
-					m := dep.(map[string]any)
-					want = append(want, fmt.Sprintf("%v@%v by %v", m["package"], m["version"], m["operator"]))
-				}
-				for _, dep := range d.Bundle.Dependencies {
-					if s := fmt.Sprintf("%s@%s by %s", dep.Package, dep.Version, dep.Operator); dep.Operator != "" && !slices.Contains(got, s) {
-						got = append(got, s)
-					}
-				}
-				sort.Strings(want)
-				sort.Strings(got)
-				g.Expect(got).To(Equal(want), "Operator %s: dependencies", op.GetName())
-			} else {
-				allResolved = false
-				g.Expect(resolved["status"]).To(Equal("False"), op.GetName())
-				g.Expect(d.Resolved).To(BeFalse(), "Operator %s: operator-controller says %q, deppy resolves %+v", op.GetName(), message, d.Bundle)
-				// operator-controller adds which installed bundle stays installed.
-				g.Expect(message).To(HavePrefix(d.Message), op.GetName())
-			}
-			if c := findCondition(op, "UpgradeAvailable"); c != nil && c["reason"] == "AwaitingApproval" {
-				g.Expect(d.UpgradeAvailable).NotTo(BeNil(), "Operator %s: %v", op.GetName(), c["message"])
-				g.Expect(c["message"]).To(ContainSubstring(fmt.Sprintf("version %s (bundle %s from catalog %q)",
-					d.UpgradeAvailable.Version, d.UpgradeAvailable.Name, d.UpgradeAvailable.Catalog)))
-			} else {
-				g.Expect(d.UpgradeAvailable).To(BeNil(), "Operator %s: no upgrade awaits approval", op.GetName())
-			}
-			bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, op.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				g.Expect(d.Installed).To(BeNil(), op.GetName())
-			} else {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(d.Installed).NotTo(BeNil(), op.GetName())
-				g.Expect(d.Installed.Version).To(Equal(bd.GetAnnotations()["operators.operatorframework.io/bundle-version"]), op.GetName())
-			}
-		}
-		g.Expect(out.Operators).To(HaveLen(len(list.Items)), "one entry per Operator")
-		if allResolved {
-			g.Expect(code).To(Equal(0))
-		} else {
-			g.Expect(code).To(Equal(1), "exit status 1 when an Operator is not resolved")
-		}
-		return out
 	}
 
 	It("decides for every Operator what operator-controller decides", func(ctx SpecContext) {
@@ -279,12 +176,12 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 			"catalogSelector": map[string]any{"matchLabels": map[string]any{"olmv1.io/deppy-e2e": "extra"}}})
 
 		By("waiting until operator-controller has reconciled them")
-		waitReconciled(ctx, "deppy-manual", "UpgradeAvailable", "True")
+		waitCondition(ctx, c, operatorNamed("deppy-manual"), "UpgradeAvailable", "True", 2*time.Minute)
 		waitBundleDeploymentVersion(ctx, "deppy-fresh", "0.2.0")
 		for _, name := range []string{"deppy-manual", "deppy-fresh", "deppy-dependent", "deppy-extra"} {
-			waitReconciled(ctx, name, "Resolved", "True")
+			waitCondition(ctx, c, operatorNamed(name), "Resolved", "True", 2*time.Minute)
 		}
-		broken := waitReconciled(ctx, "deppy-broken", "Resolved", "False")
+		broken := waitCondition(ctx, c, operatorNamed("deppy-broken"), "Resolved", "False", 2*time.Minute)
 		Expect(findCondition(broken, "Resolved")["message"]).To(ContainSubstring("missing.example.olmv1.io/v1 Nothing"))
 
 		By("deppy resolve --kubeconfig (with the kubeconfig's current context named) agrees with every Operator's status")
@@ -292,7 +189,7 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		var out deppyClusterOutput
 		Eventually(func(g Gomega) {
-			out = deppyAgrees(ctx, g, "--context", kc.CurrentContext)
+			out = deppyAgrees(ctx, g, dc, "--context", kc.CurrentContext)
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		Expect(out.Catalogs).To(ContainElements("deppy-main", "deppy-extra"))
 		decided := map[string]string{}
@@ -347,4 +244,92 @@ func indexOf(out deppyClusterOutput, name string) int {
 	}
 	Fail("deppy does not list Operator " + name)
 	return -1
+}
+
+// deppyAgrees runs deppy resolve --kubeconfig with args and checks that, for every Operator of
+// the cluster (not being deleted), it decides what operator-controller's status says: the
+// resolved bundle and its dependencies, or the Resolved condition's message; the upgrade a
+// Manual Operator awaits; the installed version its BundleDeployment names.
+func deppyAgrees(ctx context.Context, g Gomega, dc dynamic.Interface, args ...string) deppyClusterOutput {
+	stdout, stderr, code := runDeppy(ctx, append([]string{"resolve", "--kubeconfig", env.kubeconfig, "-o", "json"}, args...)...)
+	g.Expect(code).To(Or(Equal(0), Equal(1)), "stderr: %s", stderr)
+	var out deppyClusterOutput
+	g.Expect(json.Unmarshal([]byte(stdout), &out)).To(Succeed(), stdout)
+	byName := map[string]int{}
+	for i, o := range out.Operators {
+		byName[o.Name] = i
+	}
+	list, err := dc.Resource(operatorGVR).List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	allResolved := true
+	for i := range list.Items {
+		op := &list.Items[i]
+		if op.GetDeletionTimestamp() != nil {
+			continue
+		}
+		idx, ok := byName[op.GetName()]
+		g.Expect(ok).To(BeTrue(), "deppy lists Operator %s", op.GetName())
+		d := out.Operators[idx]
+		resolved := findCondition(op, "Resolved")
+		g.Expect(resolved).NotTo(BeNil())
+		g.Expect(resolved["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()), "Operator %s is reconciled", op.GetName())
+		message, _ := resolved["message"].(string)
+		if resolved["status"] == "True" {
+			// The string fields of resolvedBundle (its properties are a list).
+			rbAll, _, _ := unstructured.NestedMap(op.Object, "status", "resolvedBundle")
+			rb := map[string]string{}
+			for k, v := range rbAll {
+				if s, ok := v.(string); ok {
+					rb[k] = s
+				}
+			}
+			g.Expect(d.Resolved).To(BeTrue(), "Operator %s: operator-controller resolved %v, deppy says %q", op.GetName(), rb, d.Message)
+			g.Expect(d.Bundle.Name).To(Equal(rb["name"]), op.GetName())
+			g.Expect(d.Bundle.Version).To(Equal(rb["version"]), op.GetName())
+			g.Expect(d.Bundle.Catalog).To(Equal(rb["catalog"]), op.GetName())
+			g.Expect(d.Bundle.Image).To(Equal(rb["source"]), op.GetName())
+			deps, _, _ := unstructured.NestedSlice(op.Object, "status", "dependencies")
+			var want, got []string
+			for _, dep := range deps {
+				m := dep.(map[string]any)
+				want = append(want, fmt.Sprintf("%v@%v by %v", m["package"], m["version"], m["operator"]))
+			}
+			for _, dep := range d.Bundle.Dependencies {
+				if s := fmt.Sprintf("%s@%s by %s", dep.Package, dep.Version, dep.Operator); dep.Operator != "" && !slices.Contains(got, s) {
+					got = append(got, s)
+				}
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			g.Expect(got).To(Equal(want), "Operator %s: dependencies", op.GetName())
+		} else {
+			allResolved = false
+			g.Expect(resolved["status"]).To(Equal("False"), op.GetName())
+			g.Expect(d.Resolved).To(BeFalse(), "Operator %s: operator-controller says %q, deppy resolves %+v", op.GetName(), message, d.Bundle)
+			// operator-controller adds which installed bundle stays installed.
+			g.Expect(message).To(HavePrefix(d.Message), op.GetName())
+		}
+		if c := findCondition(op, "UpgradeAvailable"); c != nil && c["reason"] == "AwaitingApproval" {
+			g.Expect(d.UpgradeAvailable).NotTo(BeNil(), "Operator %s: %v", op.GetName(), c["message"])
+			g.Expect(c["message"]).To(ContainSubstring(fmt.Sprintf("version %s (bundle %s from catalog %q)",
+				d.UpgradeAvailable.Version, d.UpgradeAvailable.Name, d.UpgradeAvailable.Catalog)))
+		} else {
+			g.Expect(d.UpgradeAvailable).To(BeNil(), "Operator %s: no upgrade awaits approval", op.GetName())
+		}
+		bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, op.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			g.Expect(d.Installed).To(BeNil(), op.GetName())
+		} else {
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Installed).NotTo(BeNil(), op.GetName())
+			g.Expect(d.Installed.Version).To(Equal(bd.GetAnnotations()["operators.operatorframework.io/bundle-version"]), op.GetName())
+		}
+	}
+	g.Expect(out.Operators).To(HaveLen(len(list.Items)), "one entry per Operator")
+	if allResolved {
+		g.Expect(code).To(Equal(0))
+	} else {
+		g.Expect(code).To(Equal(1), "exit status 1 when an Operator is not resolved")
+	}
+	return out
 }

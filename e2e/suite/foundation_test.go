@@ -177,16 +177,6 @@ func imageFiles(img v1.Image) map[string]string {
 	}
 }
 
-// createNamespace creates a namespace with a generated name and deletes it when the spec ends.
-func createNamespace(ctx context.Context, prefix string) string {
-	ns, err := env.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx SpecContext) {
-		_ = env.clientset.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
-}
-
 // metricsReaderToken returns a ServiceAccount token that RBAC allows to GET /metrics.
 func metricsReaderToken(ctx context.Context) string {
 	ns := createNamespace(ctx, "e2e-metrics-")

@@ -18,9 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
@@ -266,6 +264,31 @@ func haSummary() {
 	}
 }
 
+// haInstallState describes the plain BundleDeployment bdName (its conditions, revision and release
+// Secrets) and the revision of Operator opName's BundleDeployment, for the log of the kill.
+func haInstallState(ctx context.Context, c client.Client, bdName, opName string) string {
+	bd := &rukpakv1alpha1.BundleDeployment{}
+	if err := c.Get(ctx, client.ObjectKey{Name: bdName}, bd); err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, cond := range bd.Status.Conditions {
+		parts = append(parts, cond.Type+"="+string(cond.Status)+"/"+cond.Reason)
+	}
+	var releases []string
+	if l, err := env.clientset.CoreV1().Secrets(rukpakNamespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + bdName}); err == nil {
+		for _, s := range l.Items {
+			releases = append(releases, "v"+s.Labels["version"]+"="+s.Labels["status"])
+		}
+	}
+	opBD := &rukpakv1alpha1.BundleDeployment{}
+	opState := "no BundleDeployment yet"
+	if err := c.Get(ctx, client.ObjectKey{Name: opName}, opBD); err == nil {
+		opState = fmt.Sprintf("its BundleDeployment at rev %d", opBD.Status.InstalledRevision)
+	}
+	return fmt.Sprintf("%s: [%s], rev %d, releases %v; Operator: %s", bdName, strings.Join(parts, " "), bd.Status.InstalledRevision, releases, opState)
+}
+
 var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 	var (
 		dc dynamic.Interface
@@ -276,11 +299,7 @@ var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
-		c, err = client.New(env.cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 		for _, ns := range []string{haLeaseNamespace, catalogdNamespace} {
 			_, err = env.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 			if !apierrors.IsAlreadyExists(err) {
@@ -303,11 +322,7 @@ var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 		}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{}) })
-		Eventually(func(g Gomega) {
-			got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, catalogNamed(catalogName), "Serving", "True", 2*time.Minute, anyGeneration())
 
 		ns := createNamespace(ctx, "ha-plain-")
 		ref := bdPushPlainBundle(ctx, "ha", map[string]string{
@@ -364,28 +379,7 @@ var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		saw := func() string {
-			bd := &rukpakv1alpha1.BundleDeployment{}
-			if err := c.Get(ctx, client.ObjectKey{Name: bdName}, bd); err != nil {
-				return err.Error()
-			}
-			var parts []string
-			for _, cond := range bd.Status.Conditions {
-				parts = append(parts, cond.Type+"="+string(cond.Status)+"/"+cond.Reason)
-			}
-			var releases []string
-			if l, err := env.clientset.CoreV1().Secrets(rukpakNamespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + bdName}); err == nil {
-				for _, s := range l.Items {
-					releases = append(releases, "v"+s.Labels["version"]+"="+s.Labels["status"])
-				}
-			}
-			opBD := &rukpakv1alpha1.BundleDeployment{}
-			opState := "no BundleDeployment yet"
-			if err := c.Get(ctx, client.ObjectKey{Name: opName}, opBD); err == nil {
-				opState = fmt.Sprintf("its BundleDeployment at rev %d", opBD.Status.InstalledRevision)
-			}
-			return fmt.Sprintf("%s: [%s], rev %d, releases %v; Operator: %s", bdName, strings.Join(parts, " "), bd.Status.InstalledRevision, releases, opState)
-		}()
+		saw := haInstallState(ctx, c, bdName, opName)
 		killedAt := time.Now()
 		Expect(rukpaks[rLeader].Kill()).To(Succeed())
 		Expect(operators[oLeader].Kill()).To(Succeed())
@@ -399,15 +393,10 @@ var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 		By("the new leaders finish the work: one revision each, no conflicts")
 		Eventually(func(ctx context.Context) error { return haRevisions(ctx, c, bdName) }).WithContext(ctx).
 			WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		Eventually(func(g Gomega) {
-			op, err := dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			cond := findCondition(op, "Installed")
-			g.Expect(cond).To(HaveKeyWithValue("status", "True"), "Operator status: %v", op.Object["status"])
-			g.Expect(cond["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()))
-			v, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
-			g.Expect(v).To(Equal("0.1.0"))
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		op := operatorNamed(opName)
+		waitCondition(ctx, c, op, "Installed", "True", time.Minute, andAlso(func(g Gomega) {
+			g.Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("0.1.0"))
+		}))
 		Eventually(func(ctx context.Context) error { return haRevisions(ctx, c, opName) }).WithContext(ctx).
 			WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
@@ -466,17 +455,14 @@ var _ = Describe("leader failover", Label("ha"), Ordered, func() {
 		haMeasureTakeovers(ctx, killedAt, haTakeover{component: "catalogd", old: holder, survivor: reps[survivor]})
 
 		var hash string
-		Eventually(func(g Gomega) {
-			got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			for _, typ := range []string{"Unpacked", "Serving"} {
-				cond := findCondition(got, typ)
-				g.Expect(cond).To(HaveKeyWithValue("status", "True"), "%s", typ)
-				g.Expect(cond["observedGeneration"]).To(BeEquivalentTo(got.GetGeneration()))
-			}
-			hash, _, _ = unstructured.NestedString(got.Object, "status", "contentHash")
+		catalog := catalogNamed(catalogName)
+		waitCondition(ctx, c, catalog, "Serving", "True", time.Minute, andAlso(func(g Gomega) {
+			unpacked := findCondition(catalog, "Unpacked")
+			g.Expect(unpacked).To(HaveKeyWithValue("status", "True"), "Unpacked")
+			g.Expect(unpacked["observedGeneration"]).To(BeEquivalentTo(catalog.GetGeneration()))
+			hash = nestedString(catalog.Object, "status", "contentHash")
 			g.Expect(hash).NotTo(BeEmpty())
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		}))
 
 		By("restarting the killed replica, now a standby, and reading the content from both")
 		Expect(reps[leader].Restart(ctx, time.Minute)).To(Succeed())

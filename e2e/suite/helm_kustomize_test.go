@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -33,13 +31,7 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 	var c client.Client
 
 	BeforeAll(func() {
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
-		var err error
-		c, err = client.New(env.cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	It("installs a Helm chart from an OCI artifact, upgrades it with new values and uninstalls it", func(ctx SpecContext) {
@@ -64,7 +56,7 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, bd) })
 
 		By("reporting Installed and Healthy at revision 1, with the inline values rendered")
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
 		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, rukpakv1alpha1.TypeInstalled)).To(BeTrue())
 		Expect(got.Status.ResolvedSource.Image.Ref).To(ContainSubstring("@sha256:"))
@@ -87,12 +79,9 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 			Values:     &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"hello again"}`)},
 		}
 		Expect(c.Update(ctx, bd)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		waitCondition(ctx, c, got, rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration(), andAlso(func(g Gomega) {
 			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)), "Installed: %v", meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeInstalled))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, rukpakv1alpha1.TypeHealthy)).To(BeTrue(),
-				"Healthy: %v", meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeHealthy))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		}))
 		Expect(got.Status.History).To(HaveLen(2))
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-settings"}, cm)).To(Succeed())
 		Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello again"), "inline values win over valuesFrom")
@@ -103,15 +92,9 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		Expect(c.Get(ctx, client.ObjectKey{Name: name}, bd)).To(Succeed())
 		bd.Spec.Config.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicaCount":"three"}`)}
 		Expect(c.Update(ctx, bd)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
-			cond := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeUnpacked)
-			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.ObservedGeneration).To(Equal(got.Generation))
-			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(cond.Reason).To(Equal("InvalidValues"))
-			g.Expect(cond.Message).To(ContainSubstring("replicaCount"))
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, got, rukpakv1alpha1.TypeUnpacked, "False", time.Minute, withReason("InvalidValues"), andAlso(func(g Gomega) {
+			g.Expect(conditionMessage(got, rukpakv1alpha1.TypeUnpacked)).To(ContainSubstring("replicaCount"))
+		}))
 		Expect(got.Status.InstalledRevision).To(Equal(int64(2)))
 
 		By("uninstalling everything when the BundleDeployment is deleted")
@@ -143,11 +126,7 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, "e2e-helm-catalog", metav1.DeleteOptions{}) })
-		Eventually(func(g Gomega) {
-			got, err := catalogs.Get(ctx, "e2e-helm-catalog", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, catalogNamed("e2e-helm-catalog"), "Serving", "True", 2*time.Minute, anyGeneration())
 
 		By("creating an Operator with Helm values: its BundleDeployment uses core-rukpak-io-helm")
 		ops := dc.Resource(operatorGVR)
@@ -159,17 +138,13 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { _ = ops.Delete(ctx, opName, metav1.DeleteOptions{}) })
-		bd := bdWaitCondition(ctx, c, opName, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		bd := waitCondition(ctx, c, bundleDeploymentNamed(opName), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		Expect(bd.Spec.ProvisionerClassName).To(Equal(rukpakv1alpha1.ProvisionerHelm))
 		Expect(bd.Spec.Source.Image.Ref).To(Equal(chartRef))
 		cm := &corev1.ConfigMap{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: opName + "-settings"}, cm)).To(Succeed())
 		Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello from the catalog"))
-		Eventually(func(g Gomega) {
-			op, err := ops.Get(ctx, opName, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(findCondition(op, "Installed")).To(HaveKeyWithValue("status", "True"))
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitCondition(ctx, c, operatorNamed(opName), "Installed", "True", time.Minute, anyGeneration())
 
 		By("deleting the Operator: its BundleDeployment and everything the chart installed go")
 		Expect(ops.Delete(ctx, opName, metav1.DeleteOptions{})).To(Succeed())
@@ -213,7 +188,7 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, bd) })
 
 		By("building overlays/e2e and reporting Installed and Healthy")
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
 		Expect(got.Status.ResolvedSource).NotTo(BeNil())
 		Expect(got.Status.ResolvedSource.Git).NotTo(BeNil())
@@ -258,7 +233,7 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		}
 		Expect(c.Create(ctx, bd)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, bd) })
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeUnpacked, metav1.ConditionFalse, time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeUnpacked, "False", time.Minute, anyGeneration())
 		cond := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeUnpacked)
 		Expect(cond.Reason).To(Equal("RemoteReference"))
 		Expect(cond.Message).To(ContainSubstring("without network access"))

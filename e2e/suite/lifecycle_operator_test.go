@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -13,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
@@ -37,38 +38,29 @@ func lcoPushGadgetBundles(ctx context.Context, repo string, versions ...string) 
 	return refs
 }
 
-// lcoOperatorState is what the spec reads of an Operator: its generation, the version installed
-// and the status of a condition for the current generation ("" when absent or of an older one).
-func lcoOperatorState(ctx context.Context, dc dynamic.Interface, name, condition string) (version, status string, err error) {
-	op, err := dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", "", err
-	}
-	version, _, _ = unstructured.NestedString(op.Object, "status", "installedBundle", "version")
-	if c := findCondition(op, condition); c != nil && fmt.Sprint(c["observedGeneration"]) == fmt.Sprint(op.GetGeneration()) {
-		status, _ = c["status"].(string)
-	}
-	return version, status, nil
-}
-
 // lcoBundleDeployment reads the Operator's BundleDeployment: its image and spec.paused.
-func lcoBundleDeployment(ctx context.Context, dc dynamic.Interface, name string) (uid types.UID, image string, paused bool, err error) {
-	bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+func lcoBundleDeployment(ctx context.Context, c client.Client, name string) (uid types.UID, image string, paused bool, err error) {
+	bd := &rukpakv1alpha1.BundleDeployment{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, bd); err != nil {
 		return "", "", false, err
 	}
-	image, _, _ = unstructured.NestedString(bd.Object, "spec", "source", "image", "ref")
-	paused, _, _ = unstructured.NestedBool(bd.Object, "spec", "paused")
-	return bd.GetUID(), image, paused, nil
+	if bd.Spec.Source.Image != nil {
+		image = bd.Spec.Source.Image.Ref
+	}
+	return bd.UID, image, bd.Spec.Paused, nil
 }
 
 var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
-	var dc dynamic.Interface
+	var (
+		dc dynamic.Interface
+		c  client.Client
+	)
 
 	BeforeEach(func() {
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	It("installs the head of spec.channels, upgrades along the edge of a channel added to the list, refuses channel with channels, and pauses and resumes through kubectl olmv1",
@@ -95,11 +87,7 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 			}}, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(func(ctx SpecContext) { _ = catalogs.Delete(ctx, catalogName, metav1.DeleteOptions{}) })
-			Eventually(func(g Gomega) {
-				got, err := catalogs.Get(ctx, catalogName, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(findCondition(got, "Serving")).To(HaveKeyWithValue("status", "True"))
-			}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(lcoPoll).Should(Succeed(), "catalog %s is served", catalogName)
+			waitCondition(ctx, c, catalogNamed(catalogName), "Serving", "True", 2*time.Minute, anyGeneration(), pollEvery(lcoPoll), describedAs("catalog %s is served", catalogName))
 
 			By("an Operator with channels [stable] installs stable's head 1.2.0, not 2.0.0 of the default channel")
 			ops := dc.Resource(operatorGVR)
@@ -118,30 +106,25 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 				}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(lcoPoll).Should(BeTrue(), "BundleDeployment %s is removed with its Operator", opName)
 			})
 			var bdUID types.UID
-			Eventually(func(g Gomega) {
-				version, installed, err := lcoOperatorState(ctx, dc, opName, "Installed")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(installed).To(Equal("True"))
-				g.Expect(version).To(Equal("1.2.0"))
-				uid, image, _, err := lcoBundleDeployment(ctx, dc, opName)
+			op := operatorNamed(opName)
+			waitCondition(ctx, c, op, "Installed", "True", 2*time.Minute, pollEvery(lcoPoll), describedAs("Operator %s installs 1.2.0", opName), andAlso(func(g Gomega) {
+				g.Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("1.2.0"))
+				uid, image, _, err := lcoBundleDeployment(ctx, c, opName)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(image).To(Equal(img["1.2.0"]))
 				bdUID = uid
-			}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(lcoPoll).Should(Succeed(), "Operator %s installs 1.2.0", opName)
+			}))
 
 			By("channels [stable, candidate]: the Operator upgrades along candidate's edge 1.2.0 → 2.0.0, in the same BundleDeployment")
 			_, err = ops.Patch(ctx, opName, types.MergePatchType, []byte(`{"spec":{"channels":["stable","candidate"]}}`), metav1.PatchOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			Eventually(func(g Gomega) {
-				version, installed, err := lcoOperatorState(ctx, dc, opName, "Installed")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(installed).To(Equal("True"))
-				g.Expect(version).To(Equal("2.0.0"))
-				uid, image, _, err := lcoBundleDeployment(ctx, dc, opName)
+			waitCondition(ctx, c, op, "Installed", "True", 2*time.Minute, pollEvery(lcoPoll), describedAs("Operator %s upgrades to 2.0.0", opName), andAlso(func(g Gomega) {
+				g.Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("2.0.0"))
+				uid, image, _, err := lcoBundleDeployment(ctx, c, opName)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(image).To(Equal(img["2.0.0"]))
 				g.Expect(uid).To(Equal(bdUID), "upgraded in place, not re-created")
-			}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(lcoPoll).Should(Succeed(), "Operator %s upgrades to 2.0.0", opName)
+			}))
 
 			By("channel together with channels is refused by the API server, on update and on create")
 			_, err = ops.Patch(ctx, opName, types.MergePatchType, []byte(`{"spec":{"channel":"stable"}}`), metav1.PatchOptions{})
@@ -161,11 +144,11 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 			Expect(errOut).To(ContainSubstring("operator " + opName + " paused (spec.paused set to true)"))
 			Expect(errOut).To(MatchRegexp(`operator %s: Paused=True: paused since \S+`, opName))
 			Expect(out).To(MatchRegexp(`%s\s+true\s+Paused=True\s+paused since`, opName))
-			_, paused, err := lcoOperatorState(ctx, dc, opName, "Paused")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(paused).To(Equal("True"), "the command returned only once Paused=True was reported for the current generation")
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(op), op)).To(Succeed())
+			Expect(findCondition(op, "Paused")).To(And(HaveKeyWithValue("status", "True"), HaveKeyWithValue("observedGeneration", BeEquivalentTo(op.GetGeneration()))),
+				"the command returned only once Paused=True was reported for the current generation")
 			Eventually(func(g Gomega) {
-				_, _, bdPaused, err := lcoBundleDeployment(ctx, dc, opName)
+				_, _, bdPaused, err := lcoBundleDeployment(ctx, c, opName)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(bdPaused).To(BeTrue())
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(lcoPoll).Should(Succeed(), "BundleDeployment %s is paused", opName)
@@ -180,19 +163,15 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 			Expect(err).NotTo(HaveOccurred(), "stdout:\n%s\nstderr:\n%s", out, errOut)
 			Expect(errOut).To(ContainSubstring("operator " + opName + " resumed (spec.paused set to false)"))
 			Expect(out).To(MatchRegexp(`%s\s+false\s+Paused=False`, opName))
-			_, paused, err = lcoOperatorState(ctx, dc, opName, "Paused")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(paused).To(Equal("False"))
-			Eventually(func(g Gomega) {
-				version, installed, err := lcoOperatorState(ctx, dc, opName, "Installed")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(installed).To(Equal("True"))
-				g.Expect(version).To(Equal("2.0.0"))
-				_, image, bdPaused, err := lcoBundleDeployment(ctx, dc, opName)
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(op), op)).To(Succeed())
+			Expect(findCondition(op, "Paused")).To(And(HaveKeyWithValue("status", "False"), HaveKeyWithValue("observedGeneration", BeEquivalentTo(op.GetGeneration()))))
+			waitCondition(ctx, c, op, "Installed", "True", time.Minute, pollEvery(lcoPoll), describedAs("Operator %s resumed on 2.0.0", opName), andAlso(func(g Gomega) {
+				g.Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("2.0.0"))
+				_, image, bdPaused, err := lcoBundleDeployment(ctx, c, opName)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(bdPaused).To(BeFalse())
 				g.Expect(image).To(Equal(img["2.0.0"]))
-			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(lcoPoll).Should(Succeed(), "Operator %s resumed on 2.0.0", opName)
+			}))
 
 			By("kubectl olmv1 catalog pause --wait and catalog resume --wait on the Catalog: its content stays served throughout")
 			out, errOut, err = kubectlOLMv1(ctx, "catalog", "pause", catalogName, "--wait", "--timeout", "2m")

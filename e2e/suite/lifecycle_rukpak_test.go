@@ -9,13 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -71,13 +68,7 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 	var c client.Client
 
 	BeforeEach(func() {
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
-		var err error
-		c, err = client.New(env.cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	newBD := func(ctx SpecContext, name, ns, ref string, mutate func(*rukpakv1alpha1.BundleDeployment)) *rukpakv1alpha1.BundleDeployment {
@@ -121,11 +112,11 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 		ref1 := bdPushPlainBundle(ctx, "lifecycle-paused-v1", map[string]string{"a.yaml": lcConfigMap("a", "one")})
 		ref2 := bdPushPlainBundle(ctx, "lifecycle-paused-v2", map[string]string{"a.yaml": lcConfigMap("a", "two")})
 		newBD(ctx, name, ns, ref1, nil)
-		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 
 		By("pausing it, then changing its source")
 		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Paused = true })
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypePaused, metav1.ConditionTrue, time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypePaused, "True", time.Minute, anyGeneration())
 		Expect(meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypePaused).Message).To(ContainSubstring("paused since"))
 		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Source = bdImageSource(ref2) })
 		Eventually(func(g Gomega) {
@@ -138,11 +129,9 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 
 		By("resuming: revision 2 is installed")
 		update(ctx, name, func(bd *rukpakv1alpha1.BundleDeployment) { bd.Spec.Paused = false })
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		waitCondition(ctx, c, got, rukpakv1alpha1.TypePaused, "False", 2*time.Minute, anyGeneration(), andAlso(func(g Gomega) {
 			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)))
-			g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, rukpakv1alpha1.TypePaused)).To(BeTrue())
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		}))
 		Expect(getCM(ctx, ns, "a")).To(HaveKeyWithValue("value", "two"))
 	})
 
@@ -183,7 +172,7 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck"}, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound))
 			g.Expect(getCM(ctx, ns, "a")).To(HaveKeyWithValue("value", "one"))
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		got = bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		got = waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		installed := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeInstalled)
 		Expect(installed.Reason).To(Equal(rukpakv1alpha1.ReasonUpgradeFailed))
 		Expect(installed.Message).To(ContainSubstring("core.rukpak.io/retry-upgrade"))
@@ -194,7 +183,7 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 		ns := createNamespace(ctx, "e2e-lc-drift-")
 		ref := bdPushPlainBundle(ctx, "lifecycle-drift-v1", map[string]string{"web.yaml": lcWebNoReplicas})
 		newBD(ctx, name, ns, ref, nil)
-		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 
 		By("kubectl rollout restart, a scale by another manager, and an image change by a third")
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
@@ -239,7 +228,7 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 				ValuesFrom: []rukpakv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: values.Name}},
 			}
 		})
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
 		Expect(got.Status.History).To(HaveLen(1))
 		first := got.Status.History[0]
@@ -269,6 +258,6 @@ var _ = Describe("rukpak BundleDeployment lifecycle", Label("lifecycle"), func()
 		Expect(newest.ValuesHash).To(HavePrefix("sha256:"))
 		Expect(newest.ValuesHash).NotTo(Equal(first.ValuesHash), "the new values are a new valuesHash")
 		Expect(got.Status.History[1].ValuesHash).To(Equal(first.ValuesHash))
-		bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, time.Minute)
+		waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", time.Minute, anyGeneration())
 	})
 })

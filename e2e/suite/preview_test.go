@@ -1,10 +1,7 @@
 package suite
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,19 +10,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The plan before the change: `kubectl olmv1 install --dry-run` and `kubectl olmv1 upgrade --preview`
 // against the suite's cluster, with the composite fixture (e2e/testdata/composite-operator).
 var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
-	var dc dynamic.Interface
+	var (
+		dc dynamic.Interface
+		c  client.Client
+	)
 
 	BeforeEach(func() {
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	It("install --dry-run prints the bundles, objects and RBAC and creates nothing; upgrade --preview prints the version change and diffs and changes nothing", func(ctx SpecContext) {
@@ -33,18 +33,8 @@ var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
 		ops, bds := dc.Resource(operatorGVR), dc.Resource(bundleDeploymentGVRForCLI)
 
 		By("pushing the composite fixture's bundles and serving a catalog of them")
-		fixture := filepath.Join(env.repoRoot, "e2e", "testdata", "composite-operator", "bundles")
-		catalogDir := GinkgoT().TempDir()
-		for _, b := range []string{"alpha-operator/1.0.0", "beta-operator/1.0.0", "hub-operator/1.0.0", "hub-operator/1.1.0"} {
-			img, err := imagebuild.RegistryV1BundleImage(filepath.Join(fixture, b))
-			Expect(err).NotTo(HaveOccurred())
-			ref := env.registry.Addr + "/preview/" + strings.Replace(b, "/", ":", 1)
-			_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
-			Expect(err).NotTo(HaveOccurred())
-			mustKubectlOLMv1(ctx, "catalog", "add-bundle", catalogDir, filepath.Join(fixture, b), "--image", ref)
-		}
 		catalogRef := env.registry.Addr + "/catalogs/preview-index:v1"
-		mustKubectlOLMv1(ctx, "catalog", "push", catalogDir, catalogRef, "--insecure")
+		pushCompositeOperator(ctx, "preview", catalogRef)
 		DeferCleanup(func(ctx SpecContext) { _ = dc.Resource(catalogGVR).Delete(ctx, catalogName, metav1.DeleteOptions{}) })
 		mustKubectlOLMv1(ctx, "catalog", "add", catalogName, catalogRef, "--wait", "--timeout", "2m")
 
@@ -122,7 +112,10 @@ var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
 			}
 		})
 		for _, name := range []string{opName, "alpha-operator", "beta-operator"} {
-			previewWaitInstalled(ctx, dc, name, "1.0.0")
+			op := operatorNamed(name)
+			waitCondition(ctx, c, op, "Installed", "True", 3*time.Minute, andAlso(func(g Gomega) {
+				g.Expect(nestedString(op.Object, "status", "installedBundle", "version")).To(Equal("1.0.0"))
+			}))
 		}
 
 		By("upgrade --preview to 1.1.0 prints the version change, the diffs and the dependency that goes")
@@ -154,7 +147,7 @@ var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
 		after, err := ops.Get(ctx, opName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after.GetGeneration()).To(Equal(before.GetGeneration()))
-		Expect(cliNestedString(after.Object, "spec", "version")).To(Equal("1.0.0"))
+		Expect(nestedString(after.Object, "spec", "version")).To(Equal("1.0.0"))
 		bdAfter, err := bds.Get(ctx, opName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bdAfter.GetResourceVersion()).To(Equal(bdBefore.GetResourceVersion()))
@@ -167,17 +160,3 @@ var _ = Describe("kubectl-olmv1 previews", Label("preview"), func() {
 		Expect(deploymentAfter.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.test/hub-operator:v1.0.0"))
 	})
 })
-
-// previewWaitInstalled waits until the Operator name reports Installed=True for its generation
-// with version installed.
-func previewWaitInstalled(ctx context.Context, dc dynamic.Interface, name, version string) {
-	Eventually(func(g Gomega) {
-		op, err := dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		c := findCondition(op, "Installed")
-		g.Expect(c).NotTo(BeNil(), "Operator %s: %v", name, op.Object["status"])
-		g.Expect(c["observedGeneration"]).To(BeEquivalentTo(op.GetGeneration()))
-		g.Expect(c["status"]).To(Equal("True"), "Operator %s: %v", name, c)
-		g.Expect(cliNestedString(op.Object, "status", "installedBundle", "version")).To(Equal(version))
-	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-}

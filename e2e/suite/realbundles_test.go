@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/olmv1/olmv1/e2e/localcluster"
 )
@@ -67,6 +68,7 @@ var _ = Describe("real registry+v1 bundles through kubectl-olmv1", Label("real-b
 	const catalogName = "real-bundles"
 	var (
 		dc      dynamic.Interface
+		c       client.Client
 		chosen  []*realBundle
 		ownOnly *realBundle
 		// measured: time to UnsupportedInstallMode on the Operator, to uninstall that Operator, and
@@ -85,6 +87,7 @@ var _ = Describe("real registry+v1 bundles through kubectl-olmv1", Label("real-b
 		var err error
 		dc, err = dynamic.NewForConfig(env.cfg)
 		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 		chosen = chooseRealBundles(root)
 		ownOnly = chosen[0]
 		for _, b := range chosen {
@@ -135,15 +138,9 @@ var _ = Describe("real registry+v1 bundles through kubectl-olmv1", Label("real-b
 		start := time.Now()
 		mustKubectlOLMv1(ctx, "install", ownOnly.Package, "--name", name,
 			"--watch-namespace", "real-bundles-team-a", "--watch-namespace", "real-bundles-team-b")
-		var msg string
-		Eventually(func(g Gomega) {
-			op, err := dc.Resource(operatorGVR).Get(ctx, name, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			c := findCondition(op, "Installed")
-			g.Expect(c).To(HaveKeyWithValue("status", "False"), "Installed: %v", c)
-			g.Expect(c).To(HaveKeyWithValue("reason", "UnsupportedInstallMode"), "Installed: %v", c)
-			msg, _ = c["message"].(string)
-		}).WithContext(ctx).WithTimeout(unsupportedModeBound - time.Since(start)).WithPolling(100 * time.Millisecond).Should(Succeed())
+		op := waitCondition(ctx, c, operatorNamed(name), "Installed", "False", unsupportedModeBound-time.Since(start),
+			anyGeneration(), withReason("UnsupportedInstallMode"), pollEvery(100*time.Millisecond))
+		msg := conditionMessage(op, "Installed")
 		toUnsupported = time.Since(start)
 		fmt.Fprintf(GinkgoWriter, "MEASURED: Operator %s showed UnsupportedInstallMode %s after creation: %s\n", name, toUnsupported.Round(10*time.Millisecond), msg)
 		Expect(msg).To(ContainSubstring("install mode MultiNamespace"))
@@ -177,7 +174,7 @@ var _ = Describe("real registry+v1 bundles through kubectl-olmv1", Label("real-b
 
 			bd, err := dc.Resource(bundleDeploymentGVRForCLI).Get(ctx, b.Package, metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			ns := cliNestedString(bd.Object, "spec", "installNamespace")
+			ns := nestedString(bd.Object, "spec", "installNamespace")
 			Expect(ns).To(Equal(b.namespace()))
 			installed, _ := findCondition(bd, "Installed")["message"].(string)
 			want := "install mode " + b.defaultMode() + " (default"

@@ -12,9 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -35,11 +32,7 @@ var _ = Describe("rukpak at scale", Label("rukpak-scale"), Ordered, func() {
 			}
 		}
 		Expect(pid).NotTo(BeZero())
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
-		c, err := client.New(env.cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c := newClient(env.cfg)
 
 		ref := bdPushPlainBundle(ctx, "scale", map[string]string{
 			"settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: one\n",

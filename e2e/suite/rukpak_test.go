@@ -16,8 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -35,13 +33,7 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 	var c client.Client
 
 	BeforeAll(func() {
-		scheme := runtime.NewScheme()
-		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-		Expect(rukpakv1alpha1.AddToScheme(scheme)).To(Succeed())
-		var err error
-		c, err = client.New(env.cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c = newClient(env.cfg)
 	})
 
 	It("installs a plain bundle, reverts drift, upgrades with pruning and uninstalls it", func(ctx SpecContext) {
@@ -64,7 +56,7 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, bd) })
 
 		By("reporting Unpacked, Installed and Healthy (kwok makes the Deployment Available)")
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 2*time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
 		Expect(got.Status.ResolvedSource).NotTo(BeNil())
 		Expect(got.Status.ResolvedSource.Image.Ref).To(ContainSubstring("@sha256:"))
@@ -95,11 +87,9 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		Expect(c.Get(ctx, client.ObjectKey{Name: name}, bd)).To(Succeed())
 		bd.Spec.Source = bdImageSource(ref2)
 		Expect(c.Update(ctx, bd)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		waitCondition(ctx, c, got, rukpakv1alpha1.TypeHealthy, "True", 2*time.Minute, anyGeneration(), andAlso(func(g Gomega) {
 			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, rukpakv1alpha1.TypeHealthy)).To(BeTrue())
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		}))
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "extra"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(got.Status.History).To(HaveLen(2))
 
@@ -133,7 +123,7 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		Expect(c.Create(ctx, bd)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, bd) })
 
-		got := bdWaitCondition(ctx, c, name, rukpakv1alpha1.TypeHealthy, metav1.ConditionTrue, 3*time.Minute)
+		got := waitCondition(ctx, c, bundleDeploymentNamed(name), rukpakv1alpha1.TypeHealthy, "True", 3*time.Minute, anyGeneration())
 		Expect(got.Status.InstalledRevision).To(Equal(int64(1)))
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		Expect(c.Get(ctx, client.ObjectKey{Name: "kafkas.kafka.strimzi.io"}, crd)).To(Succeed())
@@ -142,12 +132,9 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		Expect(c.Get(ctx, client.ObjectKey{Name: name}, bd)).To(Succeed())
 		bd.Spec.Source = bdImageSource(ref2)
 		Expect(c.Update(ctx, bd)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		waitCondition(ctx, c, got, rukpakv1alpha1.TypeHealthy, "True", 3*time.Minute, anyGeneration(), andAlso(func(g Gomega) {
 			g.Expect(got.Status.InstalledRevision).To(Equal(int64(2)), "Installed: %v", meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeInstalled))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, rukpakv1alpha1.TypeHealthy)).To(BeTrue(),
-				"Healthy: %v", meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeHealthy))
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		}))
 
 		By("deleting it: nothing it installed is left (CRDs included, as the annotation asks)")
 		Expect(c.Delete(ctx, bd)).To(Succeed())
@@ -200,17 +187,6 @@ func bdPushRegistryBundle(ctx context.Context, dir, repoTag string) string {
 	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
 	Expect(err).NotTo(HaveOccurred())
 	return ref
-}
-
-func bdWaitCondition(ctx context.Context, c client.Client, name, typ string, status metav1.ConditionStatus, timeout time.Duration) *rukpakv1alpha1.BundleDeployment {
-	bd := &rukpakv1alpha1.BundleDeployment{}
-	Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, bd)).To(Succeed())
-		cond := meta.FindStatusCondition(bd.Status.Conditions, typ)
-		g.Expect(cond).NotTo(BeNil(), "no %s condition yet; conditions: %v", typ, bd.Status.Conditions)
-		g.Expect(cond.Status).To(Equal(status), "conditions: %v", bd.Status.Conditions)
-	}).WithContext(ctx).WithTimeout(timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
-	return bd
 }
 
 // bdExpectNothingLeft waits until the BundleDeployment is gone and no object carries its owner label,
