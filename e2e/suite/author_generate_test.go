@@ -30,7 +30,7 @@ var _ = Describe("bundle test", Label("author"), func() {
 
 		By("bundle test of 0.2.0 with the upgrade from 0.1.0, on a throw-away control plane")
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
-		log, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", filepath.Join(out, "0.2.0"), "--upgrade-from", filepath.Join(out, "0.1.0"),
+		log, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", "--pods", "simulated", filepath.Join(out, "0.2.0"), "--upgrade-from", filepath.Join(out, "0.1.0"),
 			"--install-modes", "AllNamespaces", "--junit", report)
 		Expect(code).To(Equal(0), log)
 		Expect(log).To(ContainSubstring("gizmo-operator.v0.2.0 replaces gizmo-operator.v0.1.0"))

@@ -95,7 +95,7 @@ func runAuthorTool(ctx context.Context, tool string, args ...string) (string, in
 var _ = Describe("bundle test", Label("author"), func() {
 	It("installs the bundle in every install mode it supports, applies its alm-examples, uninstalls it and upgrades from the previous version", func(ctx SpecContext) {
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
-		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", authorFixture+"/0.2.0", "--upgrade-from", authorFixture+"/0.1.0", "--junit", report)
+		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", "--pods", "simulated", authorFixture+"/0.2.0", "--upgrade-from", authorFixture+"/0.1.0", "--junit", report)
 		Expect(code).To(Equal(0), out)
 		Expect(out).To(ContainSubstring("pods were simulated by kwok"))
 		Expect(out).To(MatchRegexp(`STEP +RESULT +DURATION +MESSAGE`))
@@ -131,7 +131,7 @@ var _ = Describe("bundle test", Label("author"), func() {
 		Expect(os.WriteFile(csv, []byte(invalid), 0o644)).To(Succeed())
 
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
-		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", bad, "--install-modes", "OwnNamespace", "--junit", report)
+		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", "--pods", "simulated", bad, "--install-modes", "OwnNamespace", "--junit", report)
 		Expect(code).To(Equal(1), out)
 		Expect(out).To(ContainSubstring(`the API server refused Widget blue: Widget.author.olmv1.io "blue" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`))
 		Expect(out).To(ContainSubstring("bundle-test widget-operator 0.2.0: FAILED"))
@@ -159,7 +159,7 @@ var _ = Describe("bundle test", Label("author"), func() {
 		edit("widget-operator.clusterserviceversion.yaml", `"spec": {"size": 1}`, `"spec": {"size": 2}`)
 
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
-		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", unsafe, "--upgrade-from", authorFixture+"/0.1.0", "--install-modes", "OwnNamespace", "--junit", report)
+		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", "--pods", "simulated", unsafe, "--upgrade-from", authorFixture+"/0.1.0", "--install-modes", "OwnNamespace", "--junit", report)
 		Expect(code).To(Equal(1), out)
 		cases, _, failures := readJUnit(report)
 		Expect(failures).To(Equal(1))
@@ -202,7 +202,7 @@ var _ = Describe("bundle test", Label("author"), func() {
 		}
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
 		start := time.Now()
-		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", dir, "--junit", report)
+		out, code := runAuthorTool(ctx, "olmv1-dev", "bundle-test", "--pods", "simulated", dir, "--junit", report)
 		fmt.Fprintf(GinkgoWriter, "bundle test of %s %s took %s\n", pkg, version, time.Since(start).Round(time.Second))
 		AddReportEntry("bundle test duration "+pkg+" "+version, time.Since(start).Round(time.Second).String())
 		Expect(code).To(Equal(0), out)
