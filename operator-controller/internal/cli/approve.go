@@ -41,7 +41,7 @@ move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to 
   kubectl olmv1 approve my-operator --version 1.3.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ move to in its UpgradeAvailable condition. approve sets spec.approvedVersion to 
 				}
 			}
 			op.ManagedFields = nil
-			return o.print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+			return o.Print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
 		},
 	}
 	cmd.Flags().StringVar(&version, "version", "", "the version to approve (default: the one UpgradeAvailable offers)")

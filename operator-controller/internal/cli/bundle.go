@@ -6,6 +6,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
@@ -35,8 +36,8 @@ there is an error (warnings alone exit 0).`,
 			if err != nil {
 				return err
 			}
-			if o.output != "table" {
-				if err := o.print(r, nil); err != nil {
+			if o.Output != "table" {
+				if err := o.Print(r, nil); err != nil {
 					return err
 				}
 			} else {
@@ -54,7 +55,7 @@ there is an error (warnings alone exit 0).`,
 				}
 			}
 			if !r.Valid() {
-				return &SilentError{fmt.Errorf("bundle %s is invalid", args[0])}
+				return &command.SilentError{Err: fmt.Errorf("bundle %s is invalid", args[0])}
 			}
 			return nil
 		},
@@ -127,8 +128,8 @@ func (o *options) push(cmd *cobra.Command, img v1.Image, ref string, insecure bo
 		return err
 	}
 	res := pushed{Image: ref, Digest: d.DigestStr(), Ref: d.String()}
-	if o.output != "table" {
-		return o.print(res, nil)
+	if o.Output != "table" {
+		return o.Print(res, nil)
 	}
 	fmt.Fprintf(o.Out, "pushed %s %s\n%s\n", what, ref, d.String())
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/bundlegen"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 )
 
 // newBundleGenerateCommand is `bundle generate`: a registry+v1 bundle from plain manifests.
@@ -60,7 +61,7 @@ bundle (kubectl olmv1 bundle render) gives back the input's Deployments and RBAC
 					return err
 				}
 				if !equal {
-					return &SilentError{fmt.Errorf("the bundle in %s is not what generate writes", chk)}
+					return &command.SilentError{Err: fmt.Errorf("the bundle in %s is not what generate writes", chk)}
 				}
 				fmt.Fprintf(o.ErrOut, "%s is up to date\n", chk)
 				return nil

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/pull"
 	"github.com/olmv1/olmv1/platform/yamlalias"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlerender"
@@ -86,7 +87,7 @@ func bundleSourceDir(ctx context.Context, src string, insecure bool) (dir string
 	if st, err := os.Stat(src); err == nil && st.IsDir() {
 		return src, func() {}, nil
 	}
-	pulled, remove, err := pullToDir(ctx, src, insecure)
+	pulled, remove, err := pull.ToDir(ctx, src, insecure)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s is neither a directory nor a pullable image: %w", src, err)
 	}
@@ -135,7 +136,7 @@ func (o *options) writeRenderedBundle(res *bundlerender.Result, installNamespace
 		what += ", " + res.Description
 	}
 	fmt.Fprintf(o.ErrOut, "# %d objects (%s) for install namespace %q\n", len(res.Objects), what, installNamespace)
-	if o.output == "json" {
+	if o.Output == "json" {
 		data, err := json.MarshalIndent(res.Objects, "", "  ")
 		if err != nil {
 			return err

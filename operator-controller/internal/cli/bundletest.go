@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 )
 
 // devBinaryEnv names the olmv1-dev binary that `bundle test` runs.
@@ -68,7 +70,7 @@ $OLMV1_DEV, else olmv1-dev next to this executable, else on PATH.`,
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
 				// olmv1-dev printed the summary and why it failed.
-				return &SilentError{Err: fmt.Errorf("%s exited with %d", bin, exit.ExitCode())}
+				return &command.SilentError{Err: fmt.Errorf("%s exited with %d", bin, exit.ExitCode())}
 			}
 			if err != nil {
 				return fmt.Errorf("running %s: %w", bin, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/fbcedit"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/graph"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/pull"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 )
 
@@ -48,8 +49,8 @@ catalogd validates it; on error nothing changes.`,
 				return err
 			}
 			if res.AlreadyInChannel {
-				if o.output != "table" {
-					return o.print(res, nil)
+				if o.Output != "table" {
+					return o.Print(res, nil)
 				}
 				fmt.Fprintf(o.Out, "%s (version %s) is already in channel %s of package %s; nothing changed\n", res.Bundle, res.Version, to, pkg)
 				return nil
@@ -58,8 +59,8 @@ catalogd validates it; on error nothing changes.`,
 			if err != nil {
 				return err
 			}
-			if o.output != "table" {
-				return o.print(res, nil)
+			if o.Output != "table" {
+				return o.Print(res, nil)
 			}
 			created := ""
 			if res.Channel.Created {
@@ -106,8 +107,8 @@ is rewritten, and the catalog is validated as catalogd validates it; on error no
 					return err
 				}
 			}
-			if o.output != "table" {
-				return o.print(res, nil)
+			if o.Output != "table" {
+				return o.Print(res, nil)
 			}
 			what := "package " + pkg
 			if res.Reference.Name != "" {
@@ -151,12 +152,12 @@ digraph, -o json|yaml the graph's model.`,
 		Args: cobra.ExactArgs(2),
 		// -o takes the graph formats here instead of table, yaml and json.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			switch o.output {
+			switch o.Output {
 			case "table":
-				o.output = "mermaid"
+				o.Output = "mermaid"
 			case "svg", "mermaid", "dot", "json", "yaml":
 			default:
-				return fmt.Errorf("--output %q: use svg, mermaid, dot, json or yaml", o.output)
+				return fmt.Errorf("--output %q: use svg, mermaid, dot, json or yaml", o.Output)
 			}
 			return nil
 		},
@@ -169,7 +170,7 @@ digraph, -o json|yaml the graph's model.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			switch o.output {
+			switch o.Output {
 			case "svg":
 				return graph.WriteSVG(o.Out, g)
 			case "dot":
@@ -177,7 +178,7 @@ digraph, -o json|yaml the graph's model.`,
 			case "mermaid":
 				return graph.WriteMermaid(o.Out, g)
 			}
-			return o.print(g, nil)
+			return o.Print(g, nil)
 		},
 	}
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP to pull the catalog image")
@@ -192,7 +193,7 @@ func loadGraphPackage(ctx context.Context, src, pkg string, insecure bool) (*dec
 		if err == nil {
 			return nil, fmt.Errorf("%s is a file: pass the catalog directory that holds it, or a catalog image", src)
 		}
-		pulled, remove, perr := pullToDir(ctx, src, insecure)
+		pulled, remove, perr := pull.ToDir(ctx, src, insecure)
 		if perr != nil {
 			return nil, fmt.Errorf("%s is not a directory, and as a catalog image: %w", src, perr)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/fbcedit"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/pull"
 	"github.com/olmv1/olmv1/platform/yamlalias"
 )
 
@@ -41,8 +42,8 @@ func newCatalogInitCommand(o *options) *cobra.Command {
 			if err := writeConfig(dir, file, cfg); err != nil {
 				return err
 			}
-			if o.output != "table" {
-				return o.print(cfg.Packages[0], nil)
+			if o.Output != "table" {
+				return o.Print(cfg.Packages[0], nil)
 			}
 			fmt.Fprintf(o.Out, "created %s (package %s, default channel %s)\n", filepath.Join(dir, file), pkg, defaultChannel)
 			return nil
@@ -95,8 +96,8 @@ are not kept) and the whole catalog is validated as catalogd validates it; on er
 			if err != nil {
 				return err
 			}
-			if o.output != "table" {
-				return o.print(res, nil)
+			if o.Output != "table" {
+				return o.Print(res, nil)
 			}
 			o.printAddedBundle(res, ref, filepath.Join(dir, file), v)
 			return nil
@@ -171,7 +172,7 @@ func readBundleArg(ctx context.Context, src, image string, insecure bool) (*fbce
 		}
 		return b, image, nil
 	}
-	dir, remove, err := pullToDir(ctx, src, insecure)
+	dir, remove, err := pull.ToDir(ctx, src, insecure)
 	if err != nil {
 		return nil, "", err
 	}

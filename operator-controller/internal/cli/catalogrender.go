@@ -148,7 +148,7 @@ func (o *options) printRendered(ctx context.Context, cfg *declcfg.DeclarativeCon
 	if _, err := writeValidated(ctx, dir, "catalog.yaml", cfg); err != nil {
 		return err
 	}
-	if o.output == "json" {
+	if o.Output == "json" {
 		return declcfg.WriteJSON(*cfg, o.Out)
 	}
 	return declcfg.WriteYAML(*cfg, o.Out)

@@ -33,7 +33,7 @@ tag for new content at that interval. With --wait, waits until the Catalog is se
   kubectl olmv1 catalog add my-catalog localhost:5000/my-catalog:latest --priority 10 --wait`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -56,8 +56,8 @@ tag for new content at that interval. With --wait, waits until the Catalog is se
 					return err
 				}
 			}
-			if o.output != "table" {
-				return o.print(cat, nil)
+			if o.Output != "table" {
+				return o.Print(cat, nil)
 			}
 			return nil
 		},
@@ -124,7 +124,7 @@ func newCatalogListCommand(o *options) *cobra.Command {
 		Example: "  kubectl olmv1 catalog list\n  kubectl olmv1 catalog list -o yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ func newCatalogListCommand(o *options) *cobra.Command {
 			for i := range list.Items {
 				list.Items[i].ManagedFields = nil
 			}
-			return o.print(list, func() *output.Table { return catalogTable(list.Items, time.Now()) })
+			return o.Print(list, func() *output.Table { return catalogTable(list.Items, time.Now()) })
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
@@ -27,11 +28,11 @@ catalog: the Go heap is held near 32 MiB (a soft limit; set GOMEMLIMIT to choose
 			if err != nil {
 				if fbcvalidate.IsInvalid(err) {
 					fmt.Fprintf(o.Out, "%s: invalid catalog: %v\n", args[0], err)
-					return &SilentError{err}
+					return &command.SilentError{Err: err}
 				}
 				return err
 			}
-			return o.print(res, func() *output.Table {
+			return o.Print(res, func() *output.Table {
 				t := output.NewTable("CATALOG", "VALID", "PACKAGES", "CHANNELS", "BUNDLES", "HASH")
 				t.Add(args[0], "true", fmt.Sprint(res.Packages), fmt.Sprint(res.Channels), fmt.Sprint(res.Bundles), res.Hash)
 				return t

@@ -17,6 +17,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/olmv1/olmv1/catalogd/pkg/fbcvalidate"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/pull"
 )
 
 // exampleBundles is the example-operator fixture of the e2e tier (bundles 0.1.0 and 0.2.0).
@@ -93,7 +94,7 @@ func TestAuthorFlowThroughARegistry(t *testing.T) {
 
 	ref := reg + "/catalogs/example:latest"
 	mustRun(t, "catalog", "push", catalog, ref, "--insecure")
-	dir, remove, err := pullToDir(context.Background(), ref, true)
+	dir, remove, err := pull.ToDir(context.Background(), ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}

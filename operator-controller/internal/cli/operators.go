@@ -56,7 +56,7 @@ images are pulled to render them. It exits 1 when resolution would fail.`,
 			if err != nil {
 				return err
 			}
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -123,7 +123,7 @@ func (o *options) createOperator(ctx context.Context, c client.Client, op *opera
 		}
 	}
 	op.ManagedFields = nil
-	return o.print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
+	return o.Print(op, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*op}) })
 }
 
 // waitInstalled prints the Operator's condition changes until it is Installed and Healthy for its

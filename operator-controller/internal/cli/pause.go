@@ -96,7 +96,7 @@ Paused=False for the current generation and then until the current spec is serve
 		cmd.Example = `  kubectl olmv1 catalog resume operatorhub --wait`
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := o.client()
+		c, err := o.Client()
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ Paused=False for the current generation and then until the current spec is serve
 				return fmt.Errorf("catalog %s: resumed, but %w", args[0], err)
 			}
 		}
-		return o.print(rep, func() *output.Table { return pauseTable(rep) })
+		return o.Print(rep, func() *output.Table { return pauseTable(rep) })
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("wait until %s reports Paused=%s for the current generation", t.controller, conditionWord(pause)))
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")

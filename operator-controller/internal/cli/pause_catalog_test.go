@@ -13,6 +13,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 )
 
 // catalog pause --wait reports catalogd's message; catalog resume --wait waits for Paused=False and
@@ -56,7 +57,7 @@ func TestPauseAndResumeCatalog(t *testing.T) {
 // was unpacked, naming the pause and the command that resumes it; a paused Catalog that serves its
 // current spec is served; a pause that is being lifted keeps it waiting.
 func TestWaitCatalogServingOnAPausedCatalog(t *testing.T) {
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestWaitCatalogServingOnAPausedCatalog(t *testing.T) {
 		}
 		c := fake.NewClientBuilder().WithScheme(s).WithObjects(cat).WithStatusSubresource(cat).Build()
 		errOut := &bytes.Buffer{}
-		o := &options{Streams: Streams{Out: &bytes.Buffer{}, ErrOut: errOut}, pollInterval: 10 * time.Millisecond}
+		o := &options{&command.Options{Streams: command.Streams{Out: &bytes.Buffer{}, ErrOut: errOut}, PollInterval: 10 * time.Millisecond}}
 		timeout := time.Minute
 		if tc.wantTimeout {
 			timeout = 300 * time.Millisecond
@@ -110,7 +111,7 @@ func TestWaitCatalogServingOnAPausedCatalog(t *testing.T) {
 // install/approve/upgrade --wait stop at once on a paused Operator that is not yet where they wait
 // for it to be: nothing changes until it is resumed.
 func TestWaitInstalledStopsWhenPaused(t *testing.T) {
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestWaitInstalledStopsWhenPaused(t *testing.T) {
 				ObservedGeneration: pausedGen, LastTransitionTime: metav1.Now()},
 		}
 		c := fake.NewClientBuilder().WithScheme(s).WithObjects(op).WithStatusSubresource(op).Build()
-		o := &options{Streams: Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, pollInterval: 10 * time.Millisecond}
+		o := &options{&command.Options{Streams: command.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, PollInterval: 10 * time.Millisecond}}
 
 		// Installed and healthy on 1.0.0: the wait for 1.0.0 succeeds, paused or not.
 		if _, err := o.waitInstalled(context.Background(), c, "op", time.Minute, "1.0.0"); err != nil {

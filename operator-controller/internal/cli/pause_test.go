@@ -17,6 +17,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 )
 
 // pauseCluster is a fake API server with a stand-in controller. A patch that changes the spec
@@ -35,7 +36,7 @@ type pauseCluster struct {
 
 func newPauseCluster(t *testing.T, reportAfter int, objs ...client.Object) *pauseCluster {
 	t.Helper()
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +116,9 @@ func (pc *pauseCluster) run(t *testing.T, args ...string) (string, string, error
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o := &options{Streams: Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, pollInterval: 5 * time.Millisecond}
+	o := &options{&command.Options{Streams: command.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, PollInterval: 5 * time.Millisecond}}
 	root := newRootCommand(o)
-	o.newClient = func() (client.Client, error) { return pc.client, nil }
+	o.NewClient = func() (client.Client, error) { return pc.client, nil }
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	return out.String(), errOut.String(), err

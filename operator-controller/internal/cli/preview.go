@@ -7,7 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/preview"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/pull"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlerender"
 )
 
@@ -31,10 +33,10 @@ func (f *previewFlags) bind(cmd interface {
 // newPlanner returns a Planner that reads through c, made read-only, and pulls bundle images.
 func (o *options) newPlanner(c client.Client, f previewFlags) *preview.Planner {
 	return preview.New(c, func(ctx context.Context, image string) (string, func(), error) {
-		if o.pull != nil {
-			return o.pull(ctx, image, f.insecure)
+		if o.Pull != nil {
+			return o.Pull(ctx, image, f.insecure)
 		}
-		return pullToDir(ctx, image, f.insecure)
+		return pull.ToDir(ctx, image, f.insecure)
 	}, f.certProvider)
 }
 
@@ -60,8 +62,8 @@ func (o *options) previewUpgrade(ctx context.Context, p *preview.Planner, st *pr
 // already explained by the plan.
 func (o *options) printPlan(plan *preview.Plan, failed error) error {
 	var err error
-	if o.output != "table" {
-		err = o.print(plan, nil)
+	if o.Output != "table" {
+		err = o.Print(plan, nil)
 	} else {
 		err = preview.Write(o.Out, plan)
 	}
@@ -69,7 +71,7 @@ func (o *options) printPlan(plan *preview.Plan, failed error) error {
 		return err
 	}
 	if plan.Failed != "" {
-		return &SilentError{Err: failed}
+		return &command.SilentError{Err: failed}
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -91,7 +92,7 @@ func newPreviewCluster(t *testing.T, objs ...client.Object) *previewCluster {
 		})
 	}
 
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +153,10 @@ func (pc *previewCluster) run(t *testing.T, args ...string) (string, string, err
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := &options{Streams: Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, pollInterval: 10 * time.Millisecond}
+	o := &options{&command.Options{Streams: command.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, PollInterval: 10 * time.Millisecond}}
 	root := newRootCommand(o)
-	o.newClient = func() (client.Client, error) { return pc.client, nil }
-	o.pull = func(_ context.Context, image string, _ bool) (string, func(), error) {
+	o.NewClient = func() (client.Client, error) { return pc.client, nil }
+	o.Pull = func(_ context.Context, image string, _ bool) (string, func(), error) {
 		dir, ok := pc.images[image]
 		if !ok {
 			return "", nil, fmt.Errorf("image %s not in the test registry", image)

@@ -13,53 +13,27 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
 // Streams are where a command reads and writes.
-type Streams struct {
-	In     io.Reader
-	Out    io.Writer
-	ErrOut io.Writer
-}
+type Streams = command.Streams
 
-// options are the flags every command shares.
-type options struct {
-	Streams
-	output     string
-	kubeconfig string
-	context    string
-	// pollInterval is how often --wait reads the object again.
-	pollInterval time.Duration
-	// newClient, when set, replaces the client of the kubeconfig (tests).
-	newClient func() (client.Client, error)
-	// pull, when set, replaces pulling a bundle image into a directory (tests).
-	pull func(ctx context.Context, image string, insecure bool) (dir string, remove func(), err error)
-}
+// IsSilent reports whether err was already explained to the user: main exits non-zero without
+// printing it again.
+func IsSilent(err error) bool { return command.IsSilent(err) }
 
-// SilentError is returned by a command that has already printed why it failed (e.g. the problems
-// of `bundle validate`): main exits non-zero without printing it again.
-type SilentError struct{ Err error }
-
-func (e *SilentError) Error() string { return e.Err.Error() }
-func (e *SilentError) Unwrap() error { return e.Err }
-
-// IsSilent reports whether err was already explained to the user.
-func IsSilent(err error) bool {
-	var s *SilentError
-	return errors.As(err, &s)
-}
+// options are the shared options, with the methods of the commands of this package.
+type options struct{ *command.Options }
 
 // NewRootCommand returns the kubectl-olmv1 command tree.
 func NewRootCommand(streams Streams) *cobra.Command {
-	return newRootCommand(&options{Streams: streams, pollInterval: 500 * time.Millisecond})
+	return newRootCommand(&options{&command.Options{Streams: streams, PollInterval: 500 * time.Millisecond}})
 }
 
 func newRootCommand(o *options) *cobra.Command {
@@ -94,10 +68,10 @@ container engine (registry credentials come from the docker config file).`,
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, yaml or json")
-	pf.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	pf.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return output.Check(o.output) }
+	pf.StringVarP(&o.Output, "output", "o", "table", "output format: table, yaml or json")
+	pf.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	pf.StringVar(&o.Context, "context", "", "the kubeconfig context to use")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return output.Check(o.Output) }
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
 	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o), newBundleGenerateCommand(o))
@@ -113,11 +87,6 @@ container engine (registry credentials come from the docker config file).`,
 		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),
 		newPauseCommand(o, pausableOperator, true), newPauseCommand(o, pausableOperator, false))
 	return root
-}
-
-// print writes v as YAML or JSON (o.output yaml|json), or the table tbl returns.
-func (o *options) print(v any, tbl func() *output.Table) error {
-	return output.Print(o.Out, o.output, v, tbl)
 }
 
 // Execute runs the command tree with args and returns the error to exit with.

@@ -54,7 +54,7 @@ no package's exact name lists the packages whose names contain it. Reads catalog
   kubectl olmv1 search cert --catalog operatorhub -o yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -80,7 +80,7 @@ no package's exact name lists the packages whose names contain it. Reads catalog
 					if err != nil {
 						return err
 					}
-					return o.print(infos, func() *output.Table { return versionsTable(infos) })
+					return o.Print(infos, func() *output.Table { return versionsTable(infos) })
 				}
 				pkgs = slices.DeleteFunc(pkgs, func(m metadatav1alpha1.CatalogMetadata) bool { return !strings.Contains(m.Spec.Name, args[0]) })
 				if len(pkgs) == 0 {
@@ -96,7 +96,7 @@ no package's exact name lists the packages whose names contain it. Reads catalog
 				return err
 			}
 			infos = summarize(pkgs, chans)
-			return o.print(infos, func() *output.Table { return packagesTable(infos) })
+			return o.Print(infos, func() *output.Table { return packagesTable(infos) })
 		},
 	}
 	cmd.Flags().StringVar(&catalog, "catalog", "", "search only this Catalog")

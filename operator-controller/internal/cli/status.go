@@ -69,7 +69,7 @@ func newStatusCommand(o *options) *cobra.Command {
   kubectl olmv1 status my-operator -o yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -79,8 +79,8 @@ func newStatusCommand(o *options) *cobra.Command {
 					return fmt.Errorf("operator %s: %w", args[0], err)
 				}
 				op.ManagedFields = nil
-				if o.output != "table" {
-					return o.print(op, nil)
+				if o.Output != "table" {
+					return o.Print(op, nil)
 				}
 				return writeOperatorDetails(o, op)
 			}
@@ -91,7 +91,7 @@ func newStatusCommand(o *options) *cobra.Command {
 			for i := range list.Items {
 				list.Items[i].ManagedFields = nil
 			}
-			return o.print(list, func() *output.Table { return operatorTable(list.Items) })
+			return o.Print(list, func() *output.Table { return operatorTable(list.Items) })
 		},
 	}
 }

@@ -40,7 +40,7 @@ namespace stay. With --wait, waits until the Operator, its BundleDeployment and 
 		Example: `  kubectl olmv1 uninstall my-operator --wait`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -71,8 +71,8 @@ func (o *options) uninstall(ctx context.Context, c client.Client, name string, w
 		}
 		result.Gone = true
 	}
-	if o.output != "table" {
-		return o.print(result, nil)
+	if o.Output != "table" {
+		return o.Print(result, nil)
 	}
 	return nil
 }

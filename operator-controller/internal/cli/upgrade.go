@@ -43,7 +43,7 @@ upgrade-safety findings. Bundle images are pulled to render them.`,
   kubectl olmv1 upgrade my-manual-operator --preview          # the upgrade it waits for`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.Client()
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func (o *options) applyUpgrade(ctx context.Context, c client.Client, op, after *
 		}
 	}
 	after.ManagedFields = nil
-	return o.print(after, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
+	return o.Print(after, func() *output.Table { return operatorTable([]operatorsv1alpha1.Operator{*after}) })
 }
 
 // specChange describes what an upgrade changed in the spec.

@@ -12,12 +12,13 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 )
 
 // install --wait stops as soon as the Operator reports the BundleDeployment's failure (e.g. an
 // object it may not take), with the reason and the message; waiting states keep it waiting.
 func TestWaitInstalledStopsOnFailure(t *testing.T) {
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestWaitInstalledStopsOnFailure(t *testing.T) {
 		op.Status.Conditions = []metav1.Condition{{Type: operatorsv1alpha1.TypeInstalled, Status: tc.status, Reason: tc.reason,
 			Message: tc.msg, ObservedGeneration: tc.generation, LastTransitionTime: metav1.Now()}}
 		c := fake.NewClientBuilder().WithScheme(s).WithObjects(op).WithStatusSubresource(op).Build()
-		o := &options{Streams: Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, pollInterval: 10 * time.Millisecond}
+		o := &options{&command.Options{Streams: command.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, PollInterval: 10 * time.Millisecond}}
 		timeout := 500 * time.Millisecond
 		if tc.wantFast {
 			timeout = time.Minute
@@ -94,7 +95,7 @@ func TestResolutionFailure(t *testing.T) {
 
 // catalog add --wait stops at once when the Catalog's current generation failed to unpack.
 func TestWaitCatalogServingStopsOnFailure(t *testing.T) {
-	s, err := scheme()
+	s, err := command.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestWaitCatalogServingStopsOnFailure(t *testing.T) {
 	cat.Status.Conditions = []metav1.Condition{{Type: catalogdv1alpha1.TypeUnpacked, Status: metav1.ConditionFalse, Reason: catalogdv1alpha1.ReasonInvalidCatalog,
 		Message: "catalog.yaml line 3: unknown schema", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cat).WithStatusSubresource(cat).Build()
-	o := &options{Streams: Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, pollInterval: 10 * time.Millisecond}
+	o := &options{&command.Options{Streams: command.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, PollInterval: 10 * time.Millisecond}}
 	start := time.Now()
 	err = o.waitCatalogServing(context.Background(), c, "cat", time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "reason InvalidCatalog: catalog.yaml line 3: unknown schema") || time.Since(start) > 10*time.Second {

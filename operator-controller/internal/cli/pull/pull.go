@@ -1,4 +1,6 @@
-package cli
+// Package pull pulls an image into a local directory: how bundle render, catalog add-bundle, catalog
+// graph and the previews read bundle and catalog images.
+package pull
 
 import (
 	"archive/tar"
@@ -17,9 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// pullToDir pulls an image and writes its flattened filesystem (regular files and directories) to
+// ToDir pulls an image and writes its flattened filesystem (regular files and directories) to
 // a new temporary directory; remove deletes it.
-func pullToDir(ctx context.Context, ref string, insecure bool) (dir string, remove func(), err error) {
+func ToDir(ctx context.Context, ref string, insecure bool) (dir string, remove func(), err error) {
 	var nameOpts []name.Option
 	if insecure {
 		nameOpts = append(nameOpts, name.Insecure)

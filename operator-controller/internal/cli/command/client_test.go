@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // TestSchemeListsCatalogMetadata: the client can pick one kind for a CatalogMetadataList (the
 // metadata API package also registers an internal version, which would make a list ambiguous).
 func TestSchemeListsCatalogMetadata(t *testing.T) {
-	s, err := scheme()
+	s, err := Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}

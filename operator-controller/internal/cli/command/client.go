@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"fmt"
@@ -15,10 +15,10 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-// scheme knows every kind the user commands read or write (CatalogMetadata in its external version
+// Scheme knows every kind the user commands read or write (CatalogMetadata in its external version
 // only, as operator-controller registers it), and the built-in kinds and CRDs that previews read
 // (RBAC roles, CRDs).
-func scheme() (*runtime.Scheme, error) {
+func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, catalogdv1alpha1.AddToScheme, catalogs.AddToScheme,
@@ -31,22 +31,22 @@ func scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// client returns a client of the cluster named by --kubeconfig/--context (or $KUBECONFIG, or
+// Client returns a client of the cluster named by --kubeconfig/--context (or $KUBECONFIG, or
 // ~/.kube/config), reading from the API server directly.
-func (o *options) client() (client.Client, error) {
-	if o.newClient != nil {
-		return o.newClient()
+func (o *Options) Client() (client.Client, error) {
+	if o.NewClient != nil {
+		return o.NewClient()
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w (set --kubeconfig or $KUBECONFIG)", err)
 	}
 	cfg.UserAgent = "kubectl-olmv1"
-	s, err := scheme()
+	s, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
