@@ -182,7 +182,7 @@ var _ = Describe("bundle test", Label("author"), func() {
 
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
 		out, code := runAuthorTool(ctx, "kubectl-olmv1", "bundle", "test", authorFixture+"/0.2.0", "--catalog", catalogRef,
-			"--install-modes", "AllNamespaces", "--junit", report)
+			"--install-modes", "AllNamespaces", "--pods", "simulated", "--junit", report)
 		Expect(code).To(Equal(0), out)
 		Expect(out).To(ContainSubstring("channel stable head widget-operator.v0.1.0 (" + prev + ")"))
 		cases, _, failures := readJUnit(report)

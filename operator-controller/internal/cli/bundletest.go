@@ -20,8 +20,9 @@ const devBinaryEnv = "OLMV1_DEV"
 // module's local control plane), so that this module does not build the test harness in.
 func newBundleTestCommand(o *options) *cobra.Command {
 	var (
-		devBinary, upgradeFrom, catalog, junit, installModes string
-		keep, insecure                                       bool
+		devBinary, upgradeFrom, catalog, junit, installModes, pods string
+		loadImages                                                 []string
+		keep, insecure                                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "test (BUNDLE_DIR | BUNDLE_IMAGE)",
@@ -36,14 +37,20 @@ but the CRDs, which OLM keeps. With --upgrade-from (or the head of the bundle's 
 the previous version is installed and upgraded to the bundle along the catalog's upgrade edge, and
 rukpak's CRD upgrade-safety check must accept the new CRDs.
 
-Pods are simulated by kwok: the operator's containers never run. A summary table ends the output;
---junit writes a JUnit XML report with one testcase per step. Exits 1 when a step fails.
+--pods says how the operator's pods run: real (a real kubelet with containerd and runc in a network
+namespace of the test's own, OLM v1 installed by its Helm chart as pods; needs root), simulated
+(kwok marks them Running and Ready: the operator's containers never run), or auto (the default:
+real as root with the real-node binaries cached, else simulated); the output says which. With real
+pods, --load-image REF=FILE gives the node an image the CSV runs (a 'docker save' tarball or an OCI
+layout) under its own name. A summary table ends the output; --junit writes a JUnit XML report with
+one testcase per step. Exits 1 when a step fails.
 
 This runs the olmv1-dev binary (built by 'make build' next to kubectl-olmv1): --dev-binary, else
 $OLMV1_DEV, else olmv1-dev next to this executable, else on PATH.`,
 		Example: `  kubectl olmv1 bundle test ./bundle --upgrade-from ./bundle-0.1.0 --junit report.xml
   kubectl olmv1 bundle test quay.io/me/my-operator-bundle:v1.2.0 --catalog quay.io/me/my-catalog:latest
-  kubectl olmv1 bundle test ./bundle --install-modes AllNamespaces,OwnNamespace`,
+  kubectl olmv1 bundle test ./bundle --install-modes AllNamespaces,OwnNamespace
+  kubectl olmv1 bundle test ./bundle --pods real --load-image quay.io/me/my-operator:v1.2.0=my-operator.tar`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bin, err := findDevBinary(devBinary)
@@ -57,6 +64,12 @@ $OLMV1_DEV, else olmv1-dev next to this executable, else on PATH.`,
 				if f.value != "" {
 					dev = append(dev, f.name, f.value)
 				}
+			}
+			if cmd.Flags().Changed("pods") {
+				dev = append(dev, "--pods", pods)
+			}
+			for _, li := range loadImages {
+				dev = append(dev, "--load-image", li)
 			}
 			if keep {
 				dev = append(dev, "--keep")
@@ -85,6 +98,8 @@ $OLMV1_DEV, else olmv1-dev next to this executable, else on PATH.`,
 	f.StringVar(&junit, "junit", "", "write a JUnit XML report (one testcase per step) to this file")
 	f.BoolVar(&keep, "keep", false, "keep the local cluster running after the report (until Ctrl-C)")
 	f.BoolVar(&insecure, "insecure", false, "pull the source images over plain HTTP")
+	f.StringVar(&pods, "pods", "auto", "how the operator's pods run: real (a real kubelet; root), simulated (kwok), or auto (real as root with the real-node binaries cached)")
+	f.StringArrayVar(&loadImages, "load-image", nil, "REF=FILE: with real pods, the node pulls image REF from the test's registry, loaded from FILE (a 'docker save' tarball or an OCI layout); repeatable")
 	f.StringVar(&devBinary, "dev-binary", "", "the olmv1-dev binary to run (default $OLMV1_DEV, next to kubectl-olmv1, or on PATH)")
 	cmd.MarkFlagsMutuallyExclusive("upgrade-from", "catalog")
 	return cmd

@@ -30,6 +30,16 @@ func TestBundleTestRunsOLMv1Dev(t *testing.T) {
 		t.Fatalf("olmv1-dev ran with\n%s\nwant\n%s", out, want)
 	}
 
+	out, _, err = run(t, "bundle", "test", "./bundle", "--pods", "real", "--load-image", "quay.io/me/op:v1=op.tar",
+		"--load-image", "quay.io/me/other@sha256:0123=other", "--dev-binary", dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "args: bundle-test ./bundle --pods real --load-image quay.io/me/op:v1=op.tar --load-image quay.io/me/other@sha256:0123=other"
+	if strings.TrimSpace(out) != want {
+		t.Fatalf("olmv1-dev ran with\n%s\nwant\n%s", out, want)
+	}
+
 	t.Setenv(devBinaryEnv, dev)
 	if out, _, err = run(t, "bundle", "test", "quay.io/me/b:1", "--catalog", "quay.io/me/c:1"); err != nil || !strings.Contains(out, "--catalog quay.io/me/c:1") {
 		t.Fatalf("with $%s: %q, %v", devBinaryEnv, out, err)
