@@ -91,6 +91,23 @@ type OperatorSpec struct {
 	ApprovedVersion         string                `json:"approvedVersion,omitempty"`
 	DependencyPolicy        string                `json:"dependencyPolicy,omitempty"`
 	Paused                  bool                  `json:"paused,omitempty"`
+	// Source is the Operator's spec.source; with type Bundle the Operator installs a bundle directly
+	// and takes no part in resolution.
+	Source *OperatorSource `json:"source,omitempty"`
+}
+
+// OperatorSource is what resolution reads of an Operator's spec.source: its type.
+type OperatorSource struct {
+	Type string `json:"type,omitempty"`
+}
+
+// SourceTypeBundle is the spec.source.type of an Operator that installs a bundle directly.
+const SourceTypeBundle = "Bundle"
+
+// Direct reports whether the Operator installs a bundle directly (spec.source.type Bundle): it is
+// not resolved, and the bundle it installs is no catalog's.
+func (s *OperatorSpec) Direct() bool {
+	return s.Source != nil && s.Source.Type == SourceTypeBundle
 }
 
 // BundleDeployment is what resolution reads of an Operator's BundleDeployment: the annotations

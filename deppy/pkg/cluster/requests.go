@@ -16,7 +16,8 @@ import (
 // Operator's package. cats are the Catalogs; only serving ones can be selected by a
 // spec.catalogSelector.
 //
-// Operators being deleted are left out. The second result holds, by Operator name, why an
+// Operators being deleted, and Operators that install a bundle directly (spec.source.type Bundle),
+// are left out. The second result holds, by Operator name, why an
 // Operator could not be turned into a request (an invalid spec.catalogSelector); that Operator
 // fails alone.
 func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) ([]operators.Request, map[string]string) {
@@ -24,7 +25,7 @@ func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) (
 	var out []operators.Request
 	for i := range ops {
 		op := &ops[i]
-		if op.Deleting {
+		if op.Deleting || op.Spec.Direct() {
 			continue
 		}
 		r := operators.Request{

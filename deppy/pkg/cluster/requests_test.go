@@ -252,3 +252,29 @@ status:
 		t.Errorf("a malformed Operator: %v", err)
 	}
 }
+
+// An Operator that installs a bundle directly (spec.source.type Bundle, as read from the API) is no
+// request, and Decide says it is not resolved; the others still are.
+func TestDirectOperatorsAreNotResolved(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`{metadata: {name: direct}, spec: {source: {type: Bundle, bundle: {source: {type: Image, image: {ref: r.test/b:1}}}}}}`), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	direct, err := OperatorFromUnstructured(u)
+	if err != nil || !direct.Spec.Direct() {
+		t.Fatalf("decoding: %+v, %v", direct, err)
+	}
+	catalog := Operator{Name: "catalog", Spec: OperatorSpec{PackageName: "a", Source: &OperatorSource{Type: "Catalog"}}}
+	reqs, invalid := Requests([]Operator{direct, catalog}, nil, nil)
+	if len(reqs) != 1 || reqs[0].Name != "catalog" || len(invalid) != 0 {
+		t.Errorf("requests %+v, invalid %v", reqs, invalid)
+	}
+	idx, err := olm.NewIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := Decide(t.Context(), idx, &State{Operators: []Operator{direct}})
+	if len(ds) != 1 || !strings.Contains(ds[0].Outcome.Message, "installs a bundle directly") {
+		t.Errorf("decisions %+v", ds)
+	}
+}

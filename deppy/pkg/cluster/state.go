@@ -84,6 +84,8 @@ func Decide(ctx context.Context, idx *olm.Index, st *State) []Decision {
 		switch msg, bad := invalid[op.Name]; {
 		case op.Deleting:
 			d.Outcome = operators.Outcome{Message: "the Operator is being deleted: it is not resolved"}
+		case op.Spec.Direct():
+			d.Outcome = operators.Outcome{Message: "the Operator installs a bundle directly (spec.source.type Bundle): it is not resolved"}
 		case bad:
 			d.Outcome = operators.Outcome{Message: msg}
 		default:

@@ -44,6 +44,80 @@ const (
 	DependencyPolicyInstall DependencyPolicy = "Install"
 )
 
+// SourceType says where an Operator's bundle comes from. It is the discriminator of
+// OperatorSource.
+// +kubebuilder:validation:Enum=Catalog;Bundle
+type SourceType string
+
+const (
+	// SourceTypeCatalog resolves the bundle from the Catalogs (packageName, version, channels ...).
+	SourceTypeCatalog SourceType = "Catalog"
+	// SourceTypeBundle installs the bundle that spec.source.bundle names, without resolution.
+	SourceTypeBundle SourceType = "Bundle"
+)
+
+// BundleFormat says what kind of bundle a direct install's source holds, which decides the rukpak
+// provisioner that installs it.
+// +kubebuilder:validation:Enum=RegistryV1;Plain;Helm;Kustomize
+type BundleFormat string
+
+const (
+	// BundleFormatRegistryV1 is an OLM registry+v1 bundle (manifests/ with a ClusterServiceVersion,
+	// metadata/annotations.yaml), installed by core-rukpak-io-registry.
+	BundleFormatRegistryV1 BundleFormat = "RegistryV1"
+	// BundleFormatPlain is a directory of plain manifests (plain+v0), installed by core-rukpak-io-plain.
+	BundleFormatPlain BundleFormat = "Plain"
+	// BundleFormatHelm is a Helm chart, installed by core-rukpak-io-helm.
+	BundleFormatHelm BundleFormat = "Helm"
+	// BundleFormatKustomize is a kustomization, installed by core-rukpak-io-kustomize.
+	BundleFormatKustomize BundleFormat = "Kustomize"
+)
+
+// OperatorSource says where the Operator's bundle comes from: resolved from the Catalogs (type
+// Catalog, the default) or named directly (type Bundle).
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'Bundle' || has(self.bundle)",message="bundle is required when type is Bundle: set spec.source.bundle.source to the image, git repository or URL of the bundle"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Bundle' || !has(self.bundle)",message="bundle must not be set unless type is Bundle"
+type OperatorSource struct {
+	// type is Catalog (the default: the bundle is resolved from the Catalogs by packageName, version
+	// and channels, and upgraded as they change) or Bundle (the bundle spec.source.bundle names is
+	// installed as it is: no resolution, no catalog, upgrades by changing the reference).
+	// +optional
+	// +unionDiscriminator
+	// +kubebuilder:default=Catalog
+	Type SourceType `json:"type,omitempty"`
+
+	// bundle names the bundle to install when type is Bundle. Required when type is Bundle,
+	// forbidden otherwise.
+	// +optional
+	// +unionMember
+	Bundle *DirectBundle `json:"bundle,omitempty"`
+}
+
+// DirectBundle is a bundle installed without a catalog: where it is and what format it is in.
+type DirectBundle struct {
+	// source is where the bundle's content is pulled from, exactly as a BundleDeployment's
+	// spec.source takes it: an image, a git repository, an http(s) URL, or ConfigMaps in rukpak's
+	// namespace. Secrets it names (pullSecret, authSecret, caSecret) are read from rukpak's namespace.
+	// Changing it upgrades (or downgrades) the installed bundle to the new content.
+	// +required
+	Source rukpakv1alpha1.Source `json:"source"`
+
+	// format is what the source holds: RegistryV1 (the default: an OLM registry+v1 bundle), Plain
+	// (plain manifests), Helm (a chart) or Kustomize (a kustomization). It picks the rukpak
+	// provisioner and cannot be changed once set: delete and recreate the Operator instead.
+	// +optional
+	// +kubebuilder:default=RegistryV1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="format is immutable: the provisioner of an installed bundle cannot change; delete and recreate the Operator to install another format"
+	Format BundleFormat `json:"format,omitempty"`
+}
+
+// IsDirect reports whether the Operator installs a bundle directly (spec.source.type Bundle), without
+// resolution.
+func (s *OperatorSpec) IsDirect() bool {
+	return s.Source != nil && s.Source.Type == SourceTypeBundle && s.Source.Bundle != nil
+}
+
 // LabelDependency marks an Operator that operator-controller created to satisfy the dependencies of
 // Operators with dependencyPolicy Install (value "true"); each of them is an ownerReference of it.
 const LabelDependency = "operators.operatorframework.io/dependency"
@@ -72,6 +146,9 @@ const (
 	ReasonResolutionPending = "ResolutionPending"
 	// ReasonResolutionSucceeded (Resolved=True): a bundle was chosen.
 	ReasonResolutionSucceeded = "ResolutionSucceeded"
+	// ReasonDirectBundle (Resolved=True): spec.source.type is Bundle; nothing is resolved, the
+	// bundle spec.source.bundle names is installed as it is.
+	ReasonDirectBundle = "DirectBundle"
 	// ReasonResolutionFailed (Resolved=False): no bundle satisfies every constraint; the message
 	// names the package, the constraint and the candidates that failed.
 	ReasonResolutionFailed = "ResolutionFailed"
@@ -132,13 +209,28 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.watchNamespaces) || !has(self.config) || !has(self.config.watchNamespaces)",message="set watchNamespaces in spec.watchNamespaces or in spec.config.watchNamespaces, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.channel) || size(self.channel) == 0 || !has(self.channels) || size(self.channels) == 0",message="set channel or channels, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgradeFailurePolicy) || self.upgradeFailurePolicy != 'Rollback' || has(self.progressDeadline)",message="upgradeFailurePolicy Rollback needs spec.progressDeadline: it decides when an upgrade has failed"
+// +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source.type == 'Bundle') || (has(self.packageName) && size(self.packageName) > 0)",message="packageName is required unless spec.source.type is Bundle"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || ((!has(self.version) || size(self.version) == 0) && (!has(self.channel) || size(self.channel) == 0) && (!has(self.channels) || size(self.channels) == 0))",message="version, channel and channels select bundles from catalogs and cannot be used with spec.source.type Bundle: the bundle is the one spec.source.bundle.source names; change that reference to install another version"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || !has(self.catalogSelector)",message="catalogSelector cannot be used with spec.source.type Bundle: nothing is resolved from catalogs; remove it"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || ((!has(self.upgradePolicy) || self.upgradePolicy != 'Manual') && !has(self.approvedVersion) && (!has(self.upgradeConstraintPolicy) || self.upgradeConstraintPolicy != 'Ignore'))",message="upgradePolicy Manual, approvedVersion and upgradeConstraintPolicy Ignore apply to upgrades from catalogs and cannot be used with spec.source.type Bundle: upgrade by changing spec.source.bundle.source"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || !has(self.dependencyPolicy) || self.dependencyPolicy != 'Install'",message="dependencyPolicy Install cannot be used with spec.source.type Bundle: a direct bundle's dependencies are not resolved; create an Operator for each package it needs"
 type OperatorSpec struct {
+	// source says where the bundle comes from: the Catalogs (type Catalog, the default when source
+	// is not set) or a bundle named directly (type Bundle: an image, git repository or URL, installed
+	// without resolution). With type Bundle, version, channel, channels, catalogSelector,
+	// upgradePolicy Manual, approvedVersion, upgradeConstraintPolicy Ignore and dependencyPolicy
+	// Install are refused: they only make sense for catalogs.
+	// +optional
+	Source *OperatorSource `json:"source,omitempty"`
+
 	// packageName is the name of the package to install, as the catalogs name it (olm.package).
-	// +required
+	// Required unless spec.source.type is Bundle; for a direct bundle it is optional and only names
+	// the package (it is the default install namespace and the PACKAGE column).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="packageName must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
-	PackageName string `json:"packageName"`
+	PackageName string `json:"packageName,omitempty"`
 
 	// version is a semver range the installed bundle's version must satisfy, e.g. ">=1.2.0 <2.0.0",
 	// ">=1.2.0, <2.0.0", "1.2.x", "~1.2", "^1", "1.2 - 1.4.5" or "1.2.0 || 1.4.x" (the syntax of
@@ -203,7 +295,8 @@ type OperatorSpec struct {
 	ApprovedVersion string `json:"approvedVersion,omitempty"`
 
 	// installNamespace is the namespace the operator is installed into. When empty it is the
-	// namespace the bundle suggests (operatorframework.io/suggested-namespace), else packageName.
+	// namespace the bundle suggests (operatorframework.io/suggested-namespace), else packageName
+	// (for a direct bundle, spec.source.type Bundle: packageName, else the Operator's name).
 	// The namespace is created when missing, and deleted with the Operator only if it was created
 	// for it. Once set it cannot be changed.
 	// +optional

@@ -55,7 +55,7 @@ func configUnusedBy(prov rukpakv1alpha1.ProvisionerClassName, cfg *rukpakv1alpha
 
 // installNamespace picks the namespace to install into: the one op's BundleDeployment bd installs
 // into (an install never moves), else spec.installNamespace, else the bundle's suggested namespace,
-// else the package name. bd may be nil. status.installNamespace is never read: it only reports this
+// else the package name, else (a direct bundle without spec.packageName) the Operator's name. bd may be nil. status.installNamespace is never read: it only reports this
 // choice.
 func installNamespace(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle) string {
 	switch {
@@ -65,6 +65,9 @@ func installNamespace(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleD
 		return op.Spec.InstallNamespace
 	case b != nil && b.SuggestedNamespace != "":
 		return b.SuggestedNamespace
+	case op.Spec.PackageName == "":
+		// A direct bundle may leave the package unnamed.
+		return op.Name
 	}
 	return op.Spec.PackageName
 }

@@ -57,6 +57,7 @@ func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
 			PackageName: s.PackageName, Version: s.Version, Channel: s.Channel, Channels: s.Channels, Paused: s.Paused, CatalogSelector: s.CatalogSelector,
 			UpgradeConstraintPolicy: string(s.UpgradeConstraintPolicy), UpgradePolicy: string(s.UpgradePolicy),
 			ApprovedVersion: s.ApprovedVersion, DependencyPolicy: string(s.DependencyPolicy),
+			Source: operatorSource(s.Source),
 		},
 	}
 }
@@ -70,4 +71,12 @@ func fingerprint(reqs []resolve.Request) string {
 	h := sha256.New()
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// operatorSource is what resolution reads of spec.source: its type (a direct bundle is not resolved).
+func operatorSource(src *operatorsv1alpha1.OperatorSource) *cluster.OperatorSource {
+	if src == nil {
+		return nil
+	}
+	return &cluster.OperatorSource{Type: string(src.Type)}
 }

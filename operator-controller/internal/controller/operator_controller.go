@@ -69,8 +69,8 @@ type OperatorReconciler struct {
 // +kubebuilder:rbac:groups=metadata.catalogd.operatorframework.io,resources=catalogmetadata,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;update
 
-// Reconcile runs the steps for one Operator: ensureFinalizer → resolution → apply (install or
-// ensureSettings) → setStatus → patchStatus (one status write, and an Event per condition
+// Reconcile runs the steps for one Operator: ensureFinalizer → resolution (skipped for a direct
+// bundle, spec.source.type Bundle) → apply (install, installDirect or ensureSettings) → setStatus → patchStatus (one status write, and an Event per condition
 // transition). A step that fails returns a step.Error naming the condition and reason it sets;
 // setStatus reads them from there and step.Result turns them into the result: resolution that could
 // not run is looked at again after retryResolution, an install that retrying cannot fix (a terminal
@@ -91,7 +91,10 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs := r.resolution(ctx, op, bd)
+	obs := observations{bd: bd, direct: op.Spec.IsDirect()}
+	if !obs.direct {
+		obs = r.resolution(ctx, op, bd)
+	}
 	r.apply(ctx, op, &obs)
 	setStatus(op, obs)
 	if err := r.patchStatus(ctx, before, op); err != nil {
@@ -135,13 +138,15 @@ func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alph
 }
 
 // apply writes what the resolution asks for and records it in obs: nothing while op is paused before
-// anything was installed; the resolved bundle (install); or, when nothing resolved, op's settings
+// anything was installed; op's direct bundle (installDirect); the resolved bundle (install); or, when nothing resolved, op's settings
 // (config, policies, pause: what needs no resolution) to the installed BundleDeployment, which
 // stays (orphaning an Operator whose catalog is gone, or changing its config, must work).
 func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) {
 	switch {
 	case op.Spec.Paused && obs.bd == nil:
 		obs.pausedBeforeInstall = true
+	case obs.direct:
+		obs.applyErr = r.installDirect(ctx, op, obs)
 	case obs.outcome != nil && obs.outcome.Bundle != nil:
 		obs.applyErr = r.install(ctx, op, obs)
 	case obs.bd != nil:
@@ -302,11 +307,18 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	if err != nil {
 		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 	}
+	return r.writeBundleDeployment(ctx, have, want, "bundle", b.Name, "image", b.Image)
+}
+
+// writeBundleDeployment creates want, or merges it into have (mergeBundleDeployment) and updates
+// it when that changed anything; it returns the BundleDeployment as written. keysAndValues name the
+// bundle in the log.
+func (r *OperatorReconciler) writeBundleDeployment(ctx context.Context, have, want *rukpakv1alpha1.BundleDeployment, keysAndValues ...any) (*rukpakv1alpha1.BundleDeployment, error) {
 	if have == nil {
 		if err := r.Client.Create(ctx, want); err != nil {
 			return nil, writeFailed(fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err))
 		}
-		log.FromContext(ctx).Info("created BundleDeployment", "bundle", b.Name, "image", b.Image, "namespace", ns)
+		log.FromContext(ctx).Info("created BundleDeployment", append(keysAndValues, "namespace", want.Spec.InstallNamespace)...)
 		return want, nil
 	}
 	updated := have.DeepCopy()
@@ -316,7 +328,7 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return have, writeFailed(fmt.Errorf("updating BundleDeployment %q: %w", want.Name, err))
 	}
-	log.FromContext(ctx).Info("updated BundleDeployment", "bundle", b.Name, "image", b.Image)
+	log.FromContext(ctx).Info("updated BundleDeployment", keysAndValues...)
 	return updated, nil
 }
 

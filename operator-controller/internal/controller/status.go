@@ -43,6 +43,9 @@ type observations struct {
 	dependencies []operatorsv1alpha1.Dependency
 	// pausedBeforeInstall is set when the Operator is paused and nothing is installed yet.
 	pausedBeforeInstall bool
+	// direct is set when the Operator installs a bundle directly (spec.source.type Bundle): no
+	// resolution ran, and what is installed is named by its source.
+	direct bool
 	// settingsApplied names the settings (spec.config, spec.paused, ...) this reconcile applied to
 	// the installed BundleDeployment while nothing resolved (ensureSettings).
 	settingsApplied []string
@@ -81,10 +84,19 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		op.Status.InstallNamespace = obs.namespace
 	}
 	installed := installedBy(obs.bd, obs.packageBundles)
+	if obs.direct {
+		installed = installedDirect(obs.bd)
+	}
 
 	// Resolved.
 	var bundle *resolve.Bundle
 	switch {
+	case obs.direct:
+		setDirectResolved(op, obs, set)
+		setPaused(op)
+		setInstalled(op, obs, installed, set)
+		setHealthy(op, obs.bd, set)
+		return
 	case obs.resolveErr != nil:
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionFalse, obs.resolveErr.Reason, obs.resolveErr.Error()+installed.staysInstalled()+withoutResolution(obs))
 	case obs.outcome == nil:
@@ -169,15 +181,14 @@ func setInstalled(op *operatorsv1alpha1.Operator, obs observations, installed in
 	switch {
 	case installedCond != nil && installedCond.Status == metav1.ConditionTrue:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded,
-			fmt.Sprintf("bundle %s (version %s) is installed in namespace %q by BundleDeployment %q",
-				bd.Annotations[AnnotationBundleName], bd.Annotations[AnnotationBundleVersion], bd.Spec.InstallNamespace, bd.Name))
+			fmt.Sprintf("%s is installed in namespace %q by BundleDeployment %q", bundleLabel(bd, true), bd.Spec.InstallNamespace, bd.Name))
 	case failed(installedCond, rukpakv1alpha1.ReasonInstallPending):
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, installedCond.Reason, bdFailure(bd, installed, installedCond))
 	case failed(unpacked, rukpakv1alpha1.ReasonUnpackPending):
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, unpacked.Reason, bdFailure(bd, installed, unpacked))
 	case installedCond == nil:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionUnknown, operatorsv1alpha1.ReasonInstallationStatusUnknown,
-			fmt.Sprintf("waiting for BundleDeployment %q to report on bundle %s", bd.Name, bd.Annotations[AnnotationBundleName]))
+			fmt.Sprintf("waiting for BundleDeployment %q to report on %s", bd.Name, bundleLabel(bd, false)))
 	default:
 		set(operatorsv1alpha1.TypeInstalled, metav1.ConditionFalse, operatorsv1alpha1.ReasonInstallationPending,
 			fmt.Sprintf("BundleDeployment %q: %s", bd.Name, installedCond.Message))

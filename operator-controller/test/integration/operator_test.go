@@ -73,7 +73,7 @@ dependencyPolicy: Install
 		{Name: "name is at most 63 characters", ObjectName: apiservertest.LongName(64), Spec: minimalSpec,
 			WantErrs: []string{"metadata.name must be at most 63 characters"}},
 		{Name: "packageName is required", Spec: `{channel: stable}`,
-			WantErrs: []string{"spec.packageName: Required value"}},
+			WantErrs: []string{"packageName is required unless spec.source.type is Bundle"}},
 		{Name: "packageName must not be empty", Spec: `{packageName: ""}`,
 			WantErrs: []string{"spec.packageName", "at least 1 chars long", "packageName must be lowercase letters"}},
 		{Name: "packageName must be DNS-like", Spec: `{packageName: Argo_CD}`,
