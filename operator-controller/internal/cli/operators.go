@@ -23,6 +23,7 @@ type installFlags struct {
 	upgradePolicy, constraintPolicy   string
 	catalogSelector, dependencyPolicy string
 	watchNamespaces                   []string
+	bundle, format                    string
 	wait, dryRun                      bool
 	timeout                           time.Duration
 	pf                                previewFlags
@@ -31,7 +32,7 @@ type installFlags struct {
 func newInstallCommand(o *options) *cobra.Command {
 	var inf installFlags
 	cmd := &cobra.Command{
-		Use:   "install PACKAGE",
+		Use:   "install PACKAGE | NAME --bundle IMAGE|GIT_URL",
 		Short: "Install an operator: create an Operator and optionally wait until it is Installed and Healthy (users)",
 		Long: `Create an Operator for PACKAGE (named PACKAGE unless --name is given). operator-controller resolves
 it against the served catalogs and installs the bundle. With --wait, each change of its Resolved,
@@ -45,11 +46,22 @@ and rukpak's own code against the live cluster: the bundles resolution would cho
 --dependency-policy Install, the dependencies' bundles and the Operators created for them) and why,
 every object that would be created (namespace, BundleDeployment, the bundle's objects as rukpak
 renders them), the RBAC the operator would hold, and rukpak's CRD upgrade-safety findings. Bundle
-images are pulled to render them. It exits 1 when resolution would fail.`,
+images are pulled to render them. It exits 1 when resolution would fail.
+
+With --bundle, NAME is the Operator's name and the bundle is installed directly (spec.source.type
+Bundle), without a catalog and without resolution: an image reference, a git repository (a URL
+ending in .git, ssh://, git://, file:// or git@host:path, optionally #branch=B, #tag=T or
+#commit=C, then &dir=PATH for the bundle's directory; default branch main) or an http(s) URL of a
+.tar.gz. --format says what it holds: RegistryV1 (default), Plain, Helm or Kustomize. The
+dependencies such a bundle declares are not installed; upgrade it by changing the reference
+(kubectl edit operator NAME). --version, --channel, --catalog-selector, --upgrade-policy,
+--upgrade-constraint-policy, --dependency-policy and --dry-run are for catalog installs.`,
 		Example: `  kubectl olmv1 install cert-manager --wait
   kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
   kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod
-  kubectl olmv1 install hyperconverged --dependency-policy Install --dry-run`,
+  kubectl olmv1 install hyperconverged --dependency-policy Install --dry-run
+  kubectl olmv1 install widget --bundle quay.io/org/widget-bundle:v1.0.0 --wait
+  kubectl olmv1 install charts --bundle "https://github.com/org/charts.git#tag=v1.2.0&dir=widget" --format Helm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := inf.operator(args[0])
@@ -81,6 +93,8 @@ images are pulled to render them. It exits 1 when resolution would fail.`,
 	f.StringVar(&inf.dependencyPolicy, "dependency-policy", "", "Require (default: another Operator must install each dependency) or Install (operator-controller creates them)")
 	f.BoolVar(&inf.wait, "wait", false, "wait until the Operator is Installed and Healthy")
 	f.DurationVar(&inf.timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	f.StringVar(&inf.bundle, "bundle", "", "install this bundle directly, without a catalog: an image reference, a git URL (#branch=, #tag=, #commit=, &dir=) or an http(s) URL")
+	f.StringVar(&inf.format, "format", "", "with --bundle: RegistryV1 (default), Plain, Helm or Kustomize")
 	f.BoolVar(&inf.dryRun, "dry-run", false, "print what would be installed (resolution, objects, RBAC, CRD upgrade safety) and create nothing")
 	inf.pf.bind(f)
 	return cmd
@@ -88,6 +102,9 @@ images are pulled to render them. It exits 1 when resolution would fail.`,
 
 // operator is the Operator install creates for package pkg (named pkg unless --name is given).
 func (f *installFlags) operator(pkg string) (*operatorsv1alpha1.Operator, error) {
+	if f.bundle != "" || f.format != "" {
+		return f.directOperator(pkg)
+	}
 	if f.name == "" {
 		f.name = pkg
 	}
@@ -115,7 +132,11 @@ func (o *options) createOperator(ctx context.Context, c client.Client, op *opera
 	if err := c.Create(ctx, op); err != nil {
 		return fmt.Errorf("create Operator %s: %w", name, err)
 	}
-	fmt.Fprintf(o.ErrOut, "operator %s created (package %s)\n", name, op.Spec.PackageName)
+	if op.Spec.IsDirect() {
+		fmt.Fprintf(o.ErrOut, "operator %s created (bundle %s, installed directly)\n", name, directSourceName(op))
+	} else {
+		fmt.Fprintf(o.ErrOut, "operator %s created (package %s)\n", name, op.Spec.PackageName)
+	}
 	if wait {
 		var err error
 		if op, err = o.waitInstalled(ctx, c, name, timeout, ""); err != nil {
