@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
 
+	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -72,5 +75,24 @@ func TestInstallBundleOperator(t *testing.T) {
 	}
 	if op, err := (&installFlags{}).operator("pkg"); err != nil || op.Spec.Source != nil || op.Spec.PackageName != "pkg" {
 		t.Errorf("catalog install changed: %+v %v", op, err)
+	}
+}
+
+// status NAME of a direct Operator names its source, and its bundles by their source.
+func TestStatusOfADirectOperator(t *testing.T) {
+	op, err := (&installFlags{bundle: "r.test/widget-bundle:v1"}).operator("widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Status.InstalledBundle = &operatorsv1alpha1.BundleMetadata{Source: "r.test/widget-bundle@sha256:abc"}
+	var out bytes.Buffer
+	if err := writeOperatorDetails(&options{Options: &command.Options{Streams: command.Streams{Out: &out}}}, op); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Source:            bundle r.test/widget-bundle:v1, format RegistryV1 (installed directly, no resolution)",
+		"Installed bundle:  r.test/widget-bundle@sha256:abc\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, out.String())
+		}
 	}
 }

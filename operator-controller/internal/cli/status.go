@@ -132,6 +132,9 @@ func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
 		if b == nil {
 			return "<none>"
 		}
+		if b.Name == "" { // a direct bundle: known by its source only
+			return b.Source
+		}
 		return fmt.Sprintf("%s %s (catalog %s, %s)", b.Name, b.Version, b.Catalog, b.Source)
 	}
 	policy := string(op.Spec.UpgradePolicy)
@@ -140,6 +143,9 @@ func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
 	}
 	fmt.Fprintf(w, "Name:              %s\n", op.Name)
 	fmt.Fprintf(w, "Package:           %s\n", op.Spec.PackageName)
+	if op.Spec.IsDirect() {
+		fmt.Fprintf(w, "Source:            bundle %s, format %s (installed directly, no resolution)\n", directSourceName(op), op.Spec.Source.Bundle.Format)
+	}
 	fmt.Fprintf(w, "Version range:     %s\n", output.OrNone(op.Spec.Version))
 	fmt.Fprintf(w, "Channel:           %s\n", output.OrNone(op.Spec.Channel))
 	fmt.Fprintf(w, "Upgrade policy:    %s\n", policy)
