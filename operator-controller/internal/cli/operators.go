@@ -55,7 +55,7 @@ ending in .git, ssh://, git://, file:// or git@host:path, optionally #branch=B, 
 .tar.gz. --format says what it holds: RegistryV1 (default), Plain, Helm or Kustomize. The
 dependencies such a bundle declares are not installed; upgrade it by changing the reference
 (kubectl edit operator NAME). --version, --channel, --catalog-selector, --upgrade-policy,
---upgrade-constraint-policy, --dependency-policy and --dry-run are for catalog installs.`,
+--upgrade-constraint-policy, --dependency-policy, --name and --dry-run are for catalog installs.`,
 		Example: `  kubectl olmv1 install cert-manager --wait
   kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
   kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod
