@@ -182,7 +182,11 @@ func (o *options) waitInstalled(ctx context.Context, c client.Client, name strin
 	if err != nil {
 		return nil, fmt.Errorf("operator %s: %w", name, err)
 	}
-	fmt.Fprintf(o.ErrOut, "operator %s: installed %s %s in namespace %s\n", name, op.Status.InstalledBundle.Name, op.Status.InstalledBundle.Version, op.Status.InstallNamespace)
+	if ib := op.Status.InstalledBundle; ib.Name == "" { // a direct bundle: known by its source only
+		fmt.Fprintf(o.ErrOut, "operator %s: installed the bundle at %s in namespace %s\n", name, ib.Source, op.Status.InstallNamespace)
+	} else {
+		fmt.Fprintf(o.ErrOut, "operator %s: installed %s %s in namespace %s\n", name, ib.Name, ib.Version, op.Status.InstallNamespace)
+	}
 	return op, nil
 }
 
