@@ -75,7 +75,7 @@ dependencyPolicy: Install
 		{Name: "packageName is required", Spec: `{channel: stable}`,
 			WantErrs: []string{"packageName is required unless spec.source.type is Bundle"}},
 		{Name: "packageName must not be empty", Spec: `{packageName: ""}`,
-			WantErrs: []string{"spec.packageName", "at least 1 chars long", "packageName must be lowercase letters"}},
+			WantErrs: []string{"spec.packageName", "at least 1 chars long", "packageName must be lowercase letters", "packageName is required unless spec.source.type is Bundle"}},
 		{Name: "packageName must be DNS-like", Spec: `{packageName: Argo_CD}`,
 			WantErrs: []string{"packageName must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"}},
 		{Name: "packageName has a maximum length", Spec: `{packageName: ` + apiservertest.LongName(254) + `}`,
