@@ -70,11 +70,12 @@ type OperatorReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;update
 
 // Reconcile runs the steps for one Operator: ensureFinalizer → resolution (skipped for a direct
-// bundle, spec.source.type Bundle) → apply (install, installDirect or ensureSettings) → setStatus → patchStatus (one status write, and an Event per condition
-// transition). A step that fails returns a step.Error naming the condition and reason it sets;
-// setStatus reads them from there and step.Result turns them into the result: resolution that could
-// not run is looked at again after retryResolution, an install that retrying cannot fix (a terminal
-// error) is not retried, and any other failure is retried with backoff.
+// bundle, spec.source.type Bundle) → apply (install, installDirect or ensureSettings) → setStatus →
+// patchStatus (one status write, and an Event per condition transition). A step that fails returns
+// a step.Error naming the condition and reason it sets; setStatus reads them from there and
+// step.Result turns them into the result: resolution that could not run is looked at again after
+// retryResolution, an install that retrying cannot fix (a terminal error) is not retried, and any
+// other failure is retried with backoff.
 func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	op, err := r.getOperator(ctx, req.NamespacedName)
 	if op == nil || err != nil {
@@ -138,9 +139,10 @@ func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alph
 }
 
 // apply writes what the resolution asks for and records it in obs: nothing while op is paused before
-// anything was installed; op's direct bundle (installDirect); the resolved bundle (install); or, when nothing resolved, op's settings
-// (config, policies, pause: what needs no resolution) to the installed BundleDeployment, which
-// stays (orphaning an Operator whose catalog is gone, or changing its config, must work).
+// anything was installed; op's direct bundle (installDirect); the resolved bundle (install); or,
+// when nothing resolved, op's settings (config, policies, pause: what needs no resolution) to the
+// installed BundleDeployment, which stays (orphaning an Operator whose catalog is gone, or changing
+// its config, must work).
 func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) {
 	switch {
 	case op.Spec.Paused && obs.bd == nil:
