@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -57,7 +57,7 @@ func configUnusedBy(prov rukpakv1alpha1.ProvisionerClassName, cfg *rukpakv1alpha
 // into (an install never moves), else spec.installNamespace, else the bundle's suggested namespace,
 // else the package name, else (a direct bundle without spec.packageName) the Operator's name. bd may be nil. status.installNamespace is never read: it only reports this
 // choice.
-func installNamespace(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle) string {
+func installNamespace(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, b *operators.Bundle) string {
 	switch {
 	case bd != nil && bd.Spec.InstallNamespace != "":
 		return bd.Spec.InstallNamespace
@@ -86,7 +86,7 @@ func ownerLabels(op *operatorsv1alpha1.Operator) map[string]string {
 }
 
 // desiredBundleDeployment is the BundleDeployment that installs b for op into namespace ns.
-func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
 	prov, err := provisionerFor(b.MediaType)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
@@ -209,7 +209,7 @@ func mergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
 
 // bundleAnnotations are the annotations by which the BundleDeployment that installs b names it
 // (read back by bundleMetadata, and by deppy's cluster package, for which it is installed).
-func bundleAnnotations(b *resolve.Bundle) map[string]string {
+func bundleAnnotations(b *operators.Bundle) map[string]string {
 	a := map[string]string{
 		AnnotationPackage: b.Package, AnnotationBundleName: b.Name,
 		AnnotationBundleVersion: b.Version, AnnotationCatalog: b.Catalog,

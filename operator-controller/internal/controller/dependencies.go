@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/platform/conditionevents"
 )
@@ -65,7 +65,7 @@ func ownedBy(o *operatorsv1alpha1.Operator, uid types.UID) bool {
 // ensureDependencies creates or joins the Operators that install b's dependencies (Install only),
 // releases those op no longer needs, and returns status.dependencies. A dependency that cannot be
 // given an Operator is reported in the returned error, which names it and what to do.
-func (r *OperatorReconciler) ensureDependencies(ctx context.Context, op *operatorsv1alpha1.Operator, b *resolve.Bundle) ([]operatorsv1alpha1.Dependency, error) {
+func (r *OperatorReconciler) ensureDependencies(ctx context.Context, op *operatorsv1alpha1.Operator, b *operators.Bundle) ([]operatorsv1alpha1.Dependency, error) {
 	install := op.Spec.DependencyPolicy == operatorsv1alpha1.DependencyPolicyInstall
 	var deps []operatorsv1alpha1.Dependency
 	needed := map[string]bool{}

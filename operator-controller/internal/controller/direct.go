@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -94,7 +94,7 @@ func desiredDirectBundleDeployment(op *operatorsv1alpha1.Operator, ns string) (*
 			Name:            op.Name,
 			Labels:          ownerLabels(op),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(op)},
-			Annotations:     bundleAnnotations(&resolve.Bundle{Package: op.Spec.PackageName}),
+			Annotations:     bundleAnnotations(&operators.Bundle{Package: op.Spec.PackageName}),
 		},
 		Spec: spec,
 	}, nil
@@ -117,7 +117,7 @@ func (r *OperatorReconciler) installDirect(ctx context.Context, op *operatorsv1a
 		return installFailed(err)
 	}
 	obs.bd = bd
-	deps, err := r.ensureDependencies(ctx, op, &resolve.Bundle{})
+	deps, err := r.ensureDependencies(ctx, op, &operators.Bundle{})
 	obs.dependencies = deps
 	return installFailed(err)
 }

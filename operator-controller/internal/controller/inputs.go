@@ -8,7 +8,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/cluster"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -34,7 +34,7 @@ const (
 // requests turns the Operators into resolution requests with deppy's cluster.Requests (the mapping
 // `deppy resolve --kubeconfig` uses). bds maps an Operator name to its BundleDeployment (the bundle
 // it references counts as installed); catalogs are every Catalog (only serving ones are selected).
-func requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]resolve.Request, map[string]string) {
+func requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]operators.Request, map[string]string) {
 	in := make([]cluster.Operator, len(ops))
 	for i := range ops {
 		in[i] = operatorInput(&ops[i])
@@ -64,8 +64,8 @@ func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
 
 // fingerprint identifies a set of requests: the same requests against the same index give the same
 // outcomes.
-func fingerprint(reqs []resolve.Request) string {
-	sorted := append([]resolve.Request(nil), reqs...)
+func fingerprint(reqs []operators.Request) string {
+	sorted := append([]operators.Request(nil), reqs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	data, _ := json.Marshal(sorted)
 	h := sha256.New()

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -87,8 +87,8 @@ func installedBy(bd *rukpakv1alpha1.BundleDeployment, catalog []*olm.Bundle) ins
 		}
 		if b != nil {
 			in.state = installedBundleKnown
-			in.bundle = bundleMetadata(bundleAnnotations(&resolve.Bundle{Name: b.Name, Package: b.Package, Version: b.VersionString, Catalog: b.Catalog,
-				Properties: resolve.RecordedProperties(b.Properties)}), b.Image)
+			in.bundle = bundleMetadata(bundleAnnotations(&operators.Bundle{Name: b.Name, Package: b.Package, Version: b.VersionString, Catalog: b.Catalog,
+				Properties: operators.RecordedProperties(b.Properties)}), b.Image)
 			return in
 		}
 		in.state, in.bundle = installedImageOnly, bundleMetadata(nil, ref)

@@ -1,6 +1,6 @@
 // Package controller holds operator-controller's reconciler: for each Operator it fetches every
 // Operator, the serving Catalogs and the BundleDeployments, resolves them all together
-// (internal/resolve), then writes this Operator's Namespace, BundleDeployment and status.
+// (deppy/pkg/operators), then writes this Operator's Namespace, BundleDeployment and status.
 package controller
 
 import (
@@ -29,7 +29,7 @@ import (
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/platform/conditionevents"
@@ -59,7 +59,7 @@ type OperatorReconciler struct {
 	mu       sync.Mutex
 	lastIdx  *olm.Index
 	lastReqs string
-	lastOut  map[string]resolve.Outcome
+	lastOut  map[string]operators.Outcome
 }
 
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;create;patch;delete
@@ -249,20 +249,20 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
 // for a state that is already gone.
-func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (resolve.Outcome, *olm.Index, error) {
+func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (operators.Outcome, *olm.Index, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ops := &operatorsv1alpha1.OperatorList{}
 	if err := r.Client.List(ctx, ops); err != nil {
-		return resolve.Outcome{}, nil, fmt.Errorf("listing Operators: %w", err)
+		return operators.Outcome{}, nil, fmt.Errorf("listing Operators: %w", err)
 	}
 	cats := &catalogdv1alpha1.CatalogList{}
 	if err := r.Client.List(ctx, cats); err != nil {
-		return resolve.Outcome{}, nil, fmt.Errorf("listing Catalogs: %w", err)
+		return operators.Outcome{}, nil, fmt.Errorf("listing Catalogs: %w", err)
 	}
 	bdList := &rukpakv1alpha1.BundleDeploymentList{}
 	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}); err != nil {
-		return resolve.Outcome{}, nil, fmt.Errorf("listing BundleDeployments: %w", err)
+		return operators.Outcome{}, nil, fmt.Errorf("listing BundleDeployments: %w", err)
 	}
 	bds := map[string]*rukpakv1alpha1.BundleDeployment{}
 	for i := range bdList.Items {
@@ -273,7 +273,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	reqs, invalid := requests(ops.Items, bds, cats.Items)
 	if msg, bad := invalid[op.Name]; bad {
-		return resolve.Outcome{Message: msg}, nil, nil
+		return operators.Outcome{Message: msg}, nil, nil
 	}
 	// Only the packages the requests name, and those their bundles depend on, are read.
 	roots := make([]string, 0, len(reqs))
@@ -282,13 +282,13 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	idx, _, err := r.Catalogs.IndexFor(ctx, cats.Items, roots)
 	if err != nil {
-		return resolve.Outcome{}, nil, fmt.Errorf("reading catalog content: %w", err)
+		return operators.Outcome{}, nil, fmt.Errorf("reading catalog content: %w", err)
 	}
 
 	key := fingerprint(reqs)
 	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
 		start := time.Now()
-		r.lastOut = resolve.Resolve(ctx, idx, reqs)
+		r.lastOut = operators.Resolve(ctx, idx, reqs)
 		if r.Metrics != nil {
 			r.Metrics.ResolutionSeconds.Observe(time.Since(start).Seconds())
 		}
@@ -296,7 +296,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
-		return resolve.Outcome{}, idx, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
+		return operators.Outcome{}, idx, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
 	}
 	return o, idx, nil
 }
@@ -304,7 +304,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 // ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b. What the
 // API would refuse whatever the retry (an unsupported bundle, an invalid object) is a terminal
 // Installed failure.
-func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
 	want, err := desiredBundleDeployment(op, b, ns)
 	if err != nil {
 		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)

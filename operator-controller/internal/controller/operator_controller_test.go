@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/platform/step"
@@ -206,7 +206,7 @@ func TestStaleStatusInstallNamespaceIsNotRead(t *testing.T) {
 			op.Status.InstallNamespace = garbage
 			objs := []client.Object{op}
 			if tc.bdNS != "" {
-				b := &resolve.Bundle{Name: "pkg.v1.0.0", Package: "pkg", Version: "1.0.0", Catalog: "main", Image: "registry.test/pkg:1"}
+				b := &operators.Bundle{Name: "pkg.v1.0.0", Package: "pkg", Version: "1.0.0", Catalog: "main", Image: "registry.test/pkg:1"}
 				bd, err := desiredBundleDeployment(op, b, tc.bdNS)
 				if err != nil {
 					t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -17,13 +17,13 @@ import (
 // Requests are the resolution requests a reconcile builds from every Operator, their
 // BundleDeployments (by Operator name) and the Catalogs, and, by Operator name, why an Operator could
 // not become one (it fails alone with that message).
-func Requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]resolve.Request, map[string]string) {
+func Requests(ops []operatorsv1alpha1.Operator, bds map[string]*rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) ([]operators.Request, map[string]string) {
 	return requests(ops, bds, cats)
 }
 
 // InstallNamespace is the namespace a reconcile installs op's bundle b into when op has no
 // BundleDeployment yet (an existing BundleDeployment's spec.installNamespace wins).
-func InstallNamespace(op *operatorsv1alpha1.Operator, b *resolve.Bundle) string {
+func InstallNamespace(op *operatorsv1alpha1.Operator, b *operators.Bundle) string {
 	return installNamespace(op, nil, b)
 }
 
@@ -33,7 +33,7 @@ func DesiredNamespace(op *operatorsv1alpha1.Operator, name string) *corev1.Names
 }
 
 // DesiredBundleDeployment is the BundleDeployment a reconcile writes to install b for op into ns.
-func DesiredBundleDeployment(op *operatorsv1alpha1.Operator, b *resolve.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+func DesiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
 	return desiredBundleDeployment(op, b, ns)
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -23,7 +23,7 @@ func TestProgressionProbesArePassedThrough(t *testing.T) {
 	}}
 	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
 		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", ProgressionProbes: probes}}
-	b := &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: "plain+v0"}
+	b := &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: "plain+v0"}
 	bd, err := desiredBundleDeployment(op, b, "ns")
 	if err != nil {
 		t.Fatal(err)

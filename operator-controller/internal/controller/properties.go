@@ -10,7 +10,7 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/property"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 )
 
@@ -29,7 +29,7 @@ func bundleProperties(props []property.Property) []operatorsv1alpha1.BundlePrope
 	var out []operatorsv1alpha1.BundleProperty
 	total := 0
 	for _, p := range props {
-		raw, err := resolve.CanonicalJSON(p.Value)
+		raw, err := operators.CanonicalJSON(p.Value)
 		v := string(raw)
 		if err != nil || len(v) > maxPropertyValue || len(p.Type) > 253 {
 			continue

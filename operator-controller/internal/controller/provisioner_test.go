@@ -7,7 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
@@ -27,7 +27,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 	} {
 		op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
 			Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", Config: tc.cfg}}
-		b := &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: tc.mediaType}
+		b := &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: tc.mediaType}
 		bd, err := desiredBundleDeployment(op, b, "ns")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.mediaType, err)
@@ -50,7 +50,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 	// Settings of another provisioner are named in the error.
 	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op"}, Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg",
 		Config: &rukpakv1alpha1.BundleConfig{Path: "overlays/prod", DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{}}}}
-	_, err := desiredBundleDeployment(op, &resolve.Bundle{Name: "pkg.v1", MediaType: "helm"}, "ns")
+	_, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", MediaType: "helm"}, "ns")
 	if err == nil || !strings.Contains(err.Error(), "core-rukpak-io-helm, which does not use config.deploymentConfig, config.path") {
 		t.Errorf("helm bundle with registry and kustomize settings: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 // (an Operator without them, e.g. created before they existed, gets the defaults), so that a
 // BundleDeployment written before is not rewritten on every reconcile.
 func TestDesiredBundleDeploymentPassesOwnershipPolicies(t *testing.T) {
-	b := &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1"}
+	b := &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1"}
 	for _, tc := range []struct {
 		collision rukpakv1alpha1.CollisionPolicy
 		deletion  rukpakv1alpha1.DeletionPolicy

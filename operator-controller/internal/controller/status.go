@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/paused"
@@ -27,7 +27,7 @@ type observations struct {
 	// Resolved failure.
 	resolveErr *step.Error
 	// outcome is the resolution result for this Operator (nil when resolution could not run).
-	outcome *resolve.Outcome
+	outcome *operators.Outcome
 	// packageBundles are the bundles of the Operator's package in the index the resolution read
 	// (nil when it could not run): where installedBy looks up the installed image.
 	packageBundles []*olm.Bundle
@@ -89,7 +89,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	}
 
 	// Resolved.
-	var bundle *resolve.Bundle
+	var bundle *operators.Bundle
 	switch {
 	case obs.direct:
 		setDirectResolved(op, obs, set)
@@ -233,7 +233,7 @@ func setHealthy(op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeploym
 
 // setDeprecated reports the catalog's deprecations of the resolved bundle. When nothing resolved the
 // previous condition is kept.
-func setDeprecated(op *operatorsv1alpha1.Operator, b *resolve.Bundle, set setFunc) {
+func setDeprecated(op *operatorsv1alpha1.Operator, b *operators.Bundle, set setFunc) {
 	if b == nil {
 		// Status read: the previous Deprecated condition is kept while nothing resolves.
 		if apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeDeprecated) == nil {
@@ -265,7 +265,7 @@ func setDeprecated(op *operatorsv1alpha1.Operator, b *resolve.Bundle, set setFun
 
 // setUpgradeAvailable reports, for upgradePolicy Manual, an upgrade awaiting approval, one approved
 // and being installed (installed is not known to be at the resolved version yet), or none.
-func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *resolve.Outcome, installed installation, set setFunc) {
+func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *operators.Outcome, installed installation, set setFunc) {
 	if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
 			"upgradePolicy is Automatic: upgrades are installed as soon as they resolve")

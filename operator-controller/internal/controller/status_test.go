@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
-	resolve "github.com/olmv1/olmv1/deppy/pkg/operators"
+	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -41,15 +41,15 @@ func TestInstallNamespace(t *testing.T) {
 	installedIn := func(ns string) *rukpakv1alpha1.BundleDeployment {
 		return &rukpakv1alpha1.BundleDeployment{Spec: rukpakv1alpha1.BundleDeploymentSpec{InstallNamespace: ns}}
 	}
-	suggests := &resolve.Bundle{SuggestedNamespace: "suggested"}
+	suggests := &operators.Bundle{SuggestedNamespace: "suggested"}
 	for _, tt := range []struct {
 		name string
 		op   *operatorsv1alpha1.Operator
 		bd   *rukpakv1alpha1.BundleDeployment
-		b    *resolve.Bundle
+		b    *operators.Bundle
 		want string
 	}{
-		{"package name", op("", ""), nil, &resolve.Bundle{}, "pkg"},
+		{"package name", op("", ""), nil, &operators.Bundle{}, "pkg"},
 		{"suggested", op("", ""), nil, suggests, "suggested"},
 		{"spec", op("mine", ""), nil, suggests, "mine"},
 		{"the BundleDeployment's", op("mine", ""), installedIn("installed"), suggests, "installed"},
@@ -69,7 +69,7 @@ func TestDesiredBundleDeploymentPassesConfig(t *testing.T) {
 		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", WatchNamespaces: []string{"a"},
 			Config: &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"k": "v"}}}},
 	}
-	bd, err := desiredBundleDeployment(op, &resolve.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Catalog: "c", Image: "r/pkg:1"}, "ns")
+	bd, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Catalog: "c", Image: "r/pkg:1"}, "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDesiredBundleDeploymentPassesConfig(t *testing.T) {
 	if mergeBundleDeployment(have, bd) {
 		t.Error("merging an identical spec reported a change")
 	}
-	want2, _ := desiredBundleDeployment(op, &resolve.Bundle{Name: "pkg.v2", Package: "pkg", Version: "2.0.0", Image: "r/pkg:2"}, "ns")
+	want2, _ := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v2", Package: "pkg", Version: "2.0.0", Image: "r/pkg:2"}, "ns")
 	if !mergeBundleDeployment(have, want2) || have.Spec.Source.Image.Ref != "r/pkg:2" || have.Labels["someone-else"] != "x" {
 		t.Errorf("merge: %+v", have)
 	}
@@ -99,7 +99,7 @@ func cond(op *operatorsv1alpha1.Operator, t string) metav1.Condition {
 }
 
 func TestSetStatus(t *testing.T) {
-	b1 := &resolve.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", Catalog: "c", Image: "r/p:1"}
+	b1 := &operators.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", Catalog: "c", Image: "r/p:1"}
 	bd := func(gen int64, installed metav1.ConditionStatus, reason string) *rukpakv1alpha1.BundleDeployment {
 		d := &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 2, Annotations: map[string]string{
 			AnnotationBundleName: "p.v1", AnnotationBundleVersion: "1.0.0", AnnotationCatalog: "c"}}}
@@ -120,7 +120,7 @@ func TestSetStatus(t *testing.T) {
 
 	// Installed and healthy.
 	op := newOp(false)
-	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}, bd: bd(2, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded), namespace: "ns"})
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1}, bd: bd(2, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded), namespace: "ns"})
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionTrue || c.ObservedGeneration != 3 {
 		t.Errorf("Installed %+v", c)
 	}
@@ -133,7 +133,7 @@ func TestSetStatus(t *testing.T) {
 
 	// rukpak has not seen the new generation yet and recorded no history: installedBundle is left as
 	// written above, Installed is Unknown.
-	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}, bd: bd(1, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)})
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1}, bd: bd(1, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded)})
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionUnknown || op.Status.InstalledBundle == nil {
 		t.Errorf("stale BundleDeployment: Installed %+v, installedBundle %+v", c, op.Status.InstalledBundle)
 	}
@@ -149,7 +149,7 @@ func TestSetStatus(t *testing.T) {
 	failing.Status.ResolvedSource = resolvedImage(digestRef("r/p", '1'))
 	failing.Status.Conditions = append(failing.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypeUnpacked, Status: metav1.ConditionTrue,
 		Reason: rukpakv1alpha1.ReasonUnpackSucceeded, ObservedGeneration: 2})
-	setStatus(op, observations{outcome: &resolve.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: failing})
+	setStatus(op, observations{outcome: &operators.Outcome{Message: "no bundle satisfies every constraint: x"}, bd: failing})
 	if c := cond(op, operatorsv1alpha1.TypeInstalled); c.Status != metav1.ConditionFalse || c.Reason != rukpakv1alpha1.ReasonInstallFailed || c.Message != `BundleDeployment "op": m` {
 		t.Errorf("Installed %+v", c)
 	}
@@ -170,7 +170,7 @@ func TestSetStatus(t *testing.T) {
 
 	// Deprecation.
 	op = newOp(false)
-	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", PackageDeprecation: "gone", Channel: "a", ChannelDeprecation: "frozen"}}})
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: &operators.Bundle{Name: "p.v1", Package: "p", Version: "1.0.0", PackageDeprecation: "gone", Channel: "a", ChannelDeprecation: "frozen"}}})
 	if c := cond(op, operatorsv1alpha1.TypeDeprecated); c.Status != metav1.ConditionTrue || c.Reason != operatorsv1alpha1.ReasonPackageDeprecated ||
 		!strings.Contains(c.Message, "gone") || !strings.Contains(c.Message, `channel "a" is deprecated: frozen`) {
 		t.Errorf("Deprecated %+v", c)
@@ -178,12 +178,12 @@ func TestSetStatus(t *testing.T) {
 
 	// Manual upgrades.
 	op = newOp(true)
-	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1, UpgradeAvailable: &resolve.Bundle{Name: "p.v2", Version: "2.0.0", Catalog: "c"}}})
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1, UpgradeAvailable: &operators.Bundle{Name: "p.v2", Version: "2.0.0", Catalog: "c"}}})
 	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionTrue || c.Reason != operatorsv1alpha1.ReasonUpgradeAwaitingApproval ||
 		!strings.Contains(c.Message, `kubectl patch operator op --type=merge -p '{"spec":{"approvedVersion":"2.0.0"}}'`) {
 		t.Errorf("UpgradeAvailable %+v", c)
 	}
-	setStatus(op, observations{outcome: &resolve.Outcome{Bundle: b1}})
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1}})
 	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionFalse || c.Reason != operatorsv1alpha1.ReasonUpToDate {
 		t.Errorf("UpgradeAvailable %+v", c)
 	}
@@ -265,7 +265,7 @@ func TestSetInstalledMirrorsBundleDeployment(t *testing.T) {
 			// status.installedBundle is output only: garbage there changes nothing.
 			op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", Generation: 5}}
 			op.Status.InstalledBundle = &operatorsv1alpha1.BundleMetadata{Name: "p.v1", Version: "1.0.0", Source: "garbage"}
-			setStatus(op, observations{outcome: &resolve.Outcome{Bundle: &resolve.Bundle{Name: "p.v1", Version: "1.0.0"}}, bd: bd, packageBundles: catalog})
+			setStatus(op, observations{outcome: &operators.Outcome{Bundle: &operators.Bundle{Name: "p.v1", Version: "1.0.0"}}, bd: bd, packageBundles: catalog})
 			got := cond(op, operatorsv1alpha1.TypeInstalled)
 			if got.Status != tc.want || got.Reason != tc.reason || got.Message != tc.msg || got.ObservedGeneration != 5 {
 				t.Errorf("Installed = %s %s %q (generation %d); want %s %s %q (generation 5)",
