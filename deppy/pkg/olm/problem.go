@@ -175,6 +175,9 @@ func ParseInstalled(s string) (InstalledBundle, error) {
 type Problem struct {
 	Requirements []Requirement     `json:"requirements,omitempty"`
 	Installed    []InstalledBundle `json:"installed,omitempty"`
+	// Cluster, when it knows a version, excludes the bundles the cluster cannot run
+	// (minKubeVersion, olm.minKubeVersion, olm.maxOpenShiftVersion; see ClusterVersions).
+	Cluster *Cluster `json:"cluster,omitempty"`
 }
 
 func quoteAll(in []string) []string {

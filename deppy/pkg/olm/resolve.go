@@ -8,14 +8,18 @@ import (
 )
 
 // Pipeline returns the default stages for a problem: required-packages,
-// installed-bundles, bundle-dependencies, uniqueness.
+// installed-bundles, bundle-dependencies, cluster-version (when the problem
+// knows the cluster's version), uniqueness.
 func Pipeline(idx *Index, p Problem) resolve.Pipeline {
-	return resolve.Pipeline{
+	stages := resolve.Pipeline{
 		RequiredPackages(idx, p.Requirements),
 		InstalledBundles(idx, p.Installed, p.Requirements),
 		BundleDependencies(idx),
-		Uniqueness(),
 	}
+	if p.Cluster.Known() {
+		stages = append(stages, ClusterVersions(p.Cluster, p.Installed))
+	}
+	return append(stages, Uniqueness())
 }
 
 // Resolver resolves problems against an index.
@@ -35,6 +39,9 @@ func Resolve(ctx context.Context, idx *Index, p Problem) (*Result, error) {
 // there is no solution the error is a *resolve.NotSatisfiableError whose
 // Summary names the packages, the constraints and the candidates that failed.
 func (r *Resolver) Resolve(ctx context.Context, p Problem) (*Result, error) {
+	if err := p.Cluster.Validate(); err != nil {
+		return nil, err
+	}
 	pipeline := Pipeline(r.Index, p)
 	if r.Customize != nil {
 		var err error
@@ -117,6 +124,9 @@ type Result struct {
 	// Selections lists required packages first (in requirement order), then
 	// installed packages nobody required, then dependencies (by package).
 	Selections []Selection `json:"selections"`
+	// Skipped says, for each bundle of the problem that the cluster cannot run (Problem.Cluster),
+	// which bundle was skipped and why.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Package returns the selection for a package, or nil.
@@ -160,6 +170,13 @@ func newResult(sol *resolve.Solution) *Result {
 		}
 	}
 	res := &Result{}
+	for _, v := range sol.Variables.All() {
+		for _, c := range v.Constraints {
+			if skip, ok := c.Detail.(ClusterSkip); ok {
+				res.Skipped = append(res.Skipped, skip.Message)
+			}
+		}
+	}
 	placed := map[string]bool{}
 	place := func(pkg string, reason SelectionReason, by []string, installed string) {
 		b := chosen[pkg]

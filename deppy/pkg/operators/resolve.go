@@ -74,17 +74,40 @@ type Outcome struct {
 	// UpgradeAvailable (Manual upgrade policy only) is the bundle resolution would move to if the
 	// upgrade were approved; nil when the Operator is up to date.
 	UpgradeAvailable *Bundle
+	// Skipped names each bundle of the Operator's package, among those it asks for, that the
+	// cluster cannot run (Options.Cluster), and why: "bundle foo.v2.0.0 skipped: needs
+	// Kubernetes >= 1.40.0 (minKubeVersion), the cluster runs 1.37.2".
+	Skipped []string
+}
+
+// Options are the inputs of resolution besides the catalogs and the requests.
+type Options struct {
+	// Cluster is the cluster's version (nil or zero: unknown, and bundles' minKubeVersion and
+	// olm.maxOpenShiftVersion are not checked). A bundle the cluster cannot run is not a
+	// candidate, unless it is the installed one.
+	Cluster *olm.Cluster
 }
 
 // Resolve resolves every request together against idx and returns an Outcome per request name.
 // Requests that cannot be satisfied give way (newest first) so that the others still resolve; a
 // request that gives way keeps its installed bundle in the problem, so nothing else may displace it.
 func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Outcome {
+	return ResolveWith(ctx, idx, reqs, Options{})
+}
+
+// ResolveWith is Resolve with opts: with a known opts.Cluster, the bundles the cluster cannot run
+// are skipped, and each Outcome names those of its package (Outcome.Skipped); when none of the
+// Operator's candidates is left, its message says so and what to do.
+func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Options) map[string]Outcome {
+	if err := opts.Cluster.Validate(); err != nil {
+		// An unreadable version checks nothing rather than stopping every Operator.
+		opts.Cluster = nil
+	}
 	out := make(map[string]Outcome, len(reqs))
 	sorted := append([]Request(nil), reqs...)
 	sortRequests(sorted)
 
-	s := &solver{idx: idx, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{}}
+	s := &solver{idx: idx, cluster: opts.Cluster, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{}}
 	var active []Request
 	owner := s.requestedBy
 	for _, r := range sorted {
@@ -128,11 +151,15 @@ func Resolve(ctx context.Context, idx *olm.Index, reqs []Request) map[string]Out
 
 	bundles, failures := s.solve(ctx, pinned)
 	for _, r := range pinned {
+		skipped, total := opts.Cluster.Skipped(idx, requirement(r), s.installed)
 		if msg, failed := failures[r.Name]; failed {
-			out[r.Name] = Outcome{Message: msg}
+			if len(skipped) > 0 && len(skipped) == total {
+				msg = fmt.Sprintf("no bundle of package %q that Operator %q may install can run on this cluster", r.Package, r.Name)
+			}
+			out[r.Name] = Outcome{Message: msg + skippedNote(r, skipped), Skipped: skipped}
 			continue
 		}
-		o := Outcome{Bundle: bundles[r.Name]}
+		o := Outcome{Bundle: bundles[r.Name], Skipped: skipped}
 		if a := available[r.Name]; a != nil && (o.Bundle == nil || a.Version != o.Bundle.Version) {
 			o.UpgradeAvailable = a
 		}
@@ -208,6 +235,7 @@ func policy(p olm.UpgradePolicy) olm.UpgradePolicy {
 
 type solver struct {
 	idx       *olm.Index
+	cluster   *olm.Cluster
 	installed []olm.InstalledBundle
 	// allowed are the packages bundles may come from in the current solve.
 	allowed map[string]bool
@@ -274,16 +302,13 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 		for _, ib := range s.installed {
 			s.allowed[ib.Package] = true
 		}
-		problem := olm.Problem{Installed: s.installed}
+		problem := olm.Problem{Installed: s.installed, Cluster: s.cluster}
 		for _, r := range remaining {
 			s.allowed[r.Package] = true
 			if r.InstallDependencies {
 				s.installDeps[r.Name] = true
 			}
-			problem.Requirements = append(problem.Requirements, olm.Requirement{
-				Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel, Channels: r.Channels,
-				Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),
-			})
+			problem.Requirements = append(problem.Requirements, requirement(r))
 		}
 		res, err := (&olm.Resolver{Index: s.idx, Customize: s.onlyOperatorPackages}).Resolve(ctx, problem)
 		if err == nil {
@@ -321,6 +346,33 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 			return nil, failures
 		}
 	}
+}
+
+// requirement is r as deppy's olm package reads it.
+func requirement(r Request) olm.Requirement {
+	return olm.Requirement{
+		Name: r.Name, Package: r.Package, VersionRange: r.VersionRange, Channel: r.Channel, Channels: r.Channels,
+		Catalogs: r.Catalogs, UpgradePolicy: policy(r.ConstraintPolicy),
+	}
+}
+
+// maxListedSkips bounds the skipped bundles a failure message names.
+const maxListedSkips = 5
+
+// skippedNote is the end of r's failure message when some of its candidates were skipped because
+// the cluster cannot run them: which ones, and what to do.
+func skippedNote(r Request, skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	listed := skipped
+	more := ""
+	if len(listed) > maxListedSkips {
+		listed, more = listed[:maxListedSkips], fmt.Sprintf("; and %d more", len(skipped)-maxListedSkips)
+	}
+	return fmt.Sprintf(". The cluster cannot run %d %s of package %q that would be candidates: %s%s. "+
+		"Upgrade the cluster, or pin a version this cluster supports with spec.version",
+		len(skipped), plural(len(skipped), "bundle", "bundles"), r.Package, strings.Join(listed, "; "), more)
 }
 
 // newestImplicated returns the index in reqs (sorted oldest first) of the newest request whose
