@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/olmv1/olmv1/deppy/pkg/cluster"
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	"github.com/olmv1/olmv1/deppy/pkg/operators"
 )
 
@@ -22,6 +25,8 @@ type clusterOutput struct {
 	// Catalogs are the serving Catalogs resolved against.
 	Catalogs  []string          `json:"catalogs"`
 	Operators []operatorOutcome `json:"operators"`
+	// Cluster is the cluster's version resolution checked bundles against.
+	Cluster *olm.Cluster `json:"cluster,omitempty"`
 }
 
 // operatorOutcome is what operator-controller decides for one Operator.
@@ -36,6 +41,8 @@ type operatorOutcome struct {
 	Message  string         `json:"message,omitempty"`
 	// UpgradeAvailable (upgradePolicy Manual) is the bundle an approval would move to.
 	UpgradeAvailable *bundleOutcome `json:"upgradeAvailable,omitempty"`
+	// Skipped names the bundles of its package the cluster cannot run, and why.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 type installedBundle struct {
@@ -96,6 +103,19 @@ func runResolveCluster(ctx context.Context, o *resolveOptions, set map[string]bo
 		return fmt.Errorf("%s: %w", cfg.Host, err)
 	}
 	st.Catalogs = cluster.SelectedCatalogs(st.Catalogs, sel)
+	if st.Cluster, err = clusterFlags(o); err != nil {
+		return err
+	}
+	if st.Cluster == nil {
+		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if st.Cluster, err = cluster.ReadClusterVersion(ctx, disc, dc); err != nil {
+			// operator-controller, too, resolves without the version it cannot read.
+			fmt.Fprintf(os.Stderr, "warning: %s: %v: bundles' minKubeVersion is not checked\n", cfg.Host, err)
+		}
+	}
 	cache := &cluster.Cache{Reader: &cluster.DynamicReader{Client: dc}}
 	idx, names, err := cache.Index(ctx, st.Catalogs)
 	if mismatch := (*cluster.ContentMismatchError)(nil); errors.As(err, &mismatch) {
@@ -104,13 +124,13 @@ func runResolveCluster(ctx context.Context, o *resolveOptions, set map[string]bo
 	if err != nil {
 		return fmt.Errorf("reading catalog content: %w", err)
 	}
-	out := clusterOutput{Catalogs: names, Operators: []operatorOutcome{}}
+	out := clusterOutput{Catalogs: names, Operators: []operatorOutcome{}, Cluster: st.Cluster}
 	if out.Catalogs == nil {
 		out.Catalogs = []string{}
 	}
 	allResolved := true
 	for _, d := range cluster.Decide(ctx, idx, st) {
-		oo := operatorOutcome{Name: d.Operator, Package: d.Package, Message: d.Outcome.Message}
+		oo := operatorOutcome{Name: d.Operator, Package: d.Package, Message: d.Outcome.Message, Skipped: d.Outcome.Skipped}
 		if d.Installed != nil {
 			oo.Installed = &installedBundle{Bundle: d.Installed.BundleName, Version: d.Installed.Version}
 		}
@@ -201,6 +221,11 @@ func printClusterOutcomes(w io.Writer, out clusterOutput) {
 		if a := o.UpgradeAvailable; a != nil {
 			upgrades = append(upgrades, fmt.Sprintf("  %s: version %s (bundle %s from catalog %q); approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
 				o.Name, a.Version, a.Name, a.Catalog, o.Name, a.Version))
+		}
+		if o.Resolved {
+			for _, s := range o.Skipped {
+				notes = append(notes, fmt.Sprintf("note: Operator %s: %s", o.Name, s))
+			}
 		}
 		if o.Bundle != nil && o.Bundle.Tie != "" {
 			notes = append(notes, fmt.Sprintf("note: Operator %s: %s", o.Name, o.Bundle.Tie))

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	"github.com/olmv1/olmv1/deppy/pkg/resolve"
 )
 
@@ -83,4 +85,31 @@ func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
+}
+
+// printSelections prints the selections as a table, then their deprecations.
+func printSelections(w io.Writer, sels []olm.Selection) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGE\tBUNDLE\tVERSION\tCATALOG\tREASON\tREQUIRED BY\tINSTALLED")
+	for _, s := range sels {
+		catalog := s.Catalog
+		if catalog == "" {
+			catalog = "(not in a catalog)"
+		}
+		installed := s.InstalledVersion
+		if installed == "" {
+			installed = "-"
+		}
+		by := strings.Join(s.RequiredBy, ",")
+		if by == "" {
+			by = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Package, s.Bundle, s.Version, catalog, s.Reason, by, installed)
+	}
+	tw.Flush()
+	for _, s := range sels {
+		if s.Deprecation != "" {
+			fmt.Fprintf(w, "warning: %s %s is deprecated: %s\n", s.Package, s.Version, s.Deprecation)
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
@@ -18,6 +17,10 @@ type resolveOptions struct {
 	installed stringList
 	policy    string
 	output    outputFormat
+	// clusterVersion is --cluster-version: the Kubernetes version bundles must run on.
+	clusterVersion string
+	// openShiftVersion is --openshift-version: the OpenShift version (olm.maxOpenShiftVersion).
+	openShiftVersion string
 
 	// From a cluster (cluster.go).
 	kubeconfig      string
@@ -35,6 +38,8 @@ func resolveFlags(o *resolveOptions) *flag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the Operators, their BundleDeployments and the serving Catalogs' content from the cluster of this kubeconfig `file`, and print what operator-controller decides for every Operator (instead of --catalog, --require, --installed)")
 	fs.StringVar(&o.context, "context", "", "with --kubeconfig: the kubeconfig `context` to use (default: its current context)")
 	fs.StringVar(&o.catalogSelector, "catalog-selector", "", "with --kubeconfig: read only the Catalogs this label `selector` matches (e.g. tier=prod), as if the others were not serving")
+	fs.StringVar(&o.clusterVersion, "cluster-version", "", "skip the bundles a cluster of this Kubernetes `version` (e.g. 1.37.2) cannot run (minKubeVersion); with --kubeconfig, instead of the cluster's own version: what would resolve after a cluster upgrade")
+	fs.StringVar(&o.openShiftVersion, "openshift-version", "", "skip the bundles whose olm.maxOpenShiftVersion is below this OpenShift `version` (e.g. 4.17); with --kubeconfig, instead of the cluster's own")
 	fs.Var(&o.output, "o", "output `format`: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: deppy resolve --catalog DIR --require PKG[@RANGE][#CHANNEL] [flags]
@@ -65,6 +70,13 @@ operator-controller's own code, and the bundle it would install for each
 one (with the packages satisfying its dependencies), or why there is none,
 is printed. Exit status 1 when an Operator cannot be resolved.
 
+With --cluster-version (or --kubeconfig, which reads the cluster's version
+from discovery) a bundle whose minKubeVersion (CSV) or olm.minKubeVersion is
+above that version is not a candidate, nor, with --openshift-version (or on
+OpenShift), one whose olm.maxOpenShiftVersion is below the OpenShift
+version; every skipped bundle is listed with the reason. An installed bundle
+is never skipped.
+
 Examples:
   # newest bundle of the default channel, with the dependencies it pulls in
   deppy resolve --catalog ./community-v4.20 --require rabbitmq-messaging-topology-operator
@@ -86,6 +98,9 @@ Examples:
   deppy resolve --catalog ./community-v4.20 --require kube-green@0.4.0 \
       --installed kube-green@0.5.0 --upgrade-policy Ignore -o yaml
 
+  # only bundles a Kubernetes 1.29 cluster can run
+  deppy resolve --catalog ./community-v4.20 --require rabbitmq-cluster-operator --cluster-version 1.29.0
+
   # what operator-controller decides for every Operator of a cluster
   deppy resolve --kubeconfig ~/.kube/config
 
@@ -104,6 +119,8 @@ type resolveOutput struct {
 	Resolved    bool            `json:"resolved"`
 	Selections  []olm.Selection `json:"selections,omitempty"`
 	Explanation *explanation    `json:"explanation,omitempty"`
+	// Skipped names the bundles the cluster cannot run (--cluster-version) and why.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // runResolve is `deppy resolve`: it resolves the requirements of the flags against file-based
@@ -127,6 +144,9 @@ func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	p, err := resolveProblem(&o)
 	if err != nil {
+		return err
+	}
+	if p.Cluster, err = clusterFlags(&o); err != nil {
 		return err
 	}
 	idx, err := loadCatalogIndex(ctx, o.catalogs)
@@ -225,6 +245,7 @@ func resolveToOutput(ctx context.Context, idx *olm.Index, p olm.Problem) (resolv
 	} else {
 		out.Resolved = true
 		out.Selections = res.Selections
+		out.Skipped = res.Skipped
 	}
 	return out, nil
 }
@@ -236,6 +257,9 @@ func printResolveOutput(w io.Writer, format outputFormat, out resolveOutput) err
 			printSelections(w, out.Selections)
 		} else {
 			printExplanationText(w, out.Explanation)
+		}
+		for _, s := range out.Skipped {
+			fmt.Fprintln(w, "note: "+s)
 		}
 		return nil
 	}
@@ -260,30 +284,4 @@ func parseCatalogFlag(s string) (name string, priority int, dir string, err erro
 		return "", 0, "", fmt.Errorf("--catalog %q: want [NAME[:PRIORITY]=]DIR", s)
 	}
 	return name, priority, dir, nil
-}
-
-func printSelections(w io.Writer, sels []olm.Selection) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tBUNDLE\tVERSION\tCATALOG\tREASON\tREQUIRED BY\tINSTALLED")
-	for _, s := range sels {
-		catalog := s.Catalog
-		if catalog == "" {
-			catalog = "(not in a catalog)"
-		}
-		installed := s.InstalledVersion
-		if installed == "" {
-			installed = "-"
-		}
-		by := strings.Join(s.RequiredBy, ",")
-		if by == "" {
-			by = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Package, s.Bundle, s.Version, catalog, s.Reason, by, installed)
-	}
-	tw.Flush()
-	for _, s := range sels {
-		if s.Deprecation != "" {
-			fmt.Fprintf(w, "warning: %s %s is deprecated: %s\n", s.Package, s.Version, s.Deprecation)
-		}
-	}
 }

@@ -19,6 +19,8 @@ type State struct {
 	// BundleDeployments are the BundleDeployments created for Operators, by Operator name.
 	BundleDeployments map[string]BundleDeployment
 	Catalogs          []Catalog
+	// Cluster is the cluster's version (ReadClusterVersion); nil checks no bundle's minKubeVersion.
+	Cluster *olm.Cluster
 }
 
 // ReadState lists every Operator and Catalog, and the BundleDeployments operator-controller created
@@ -74,7 +76,7 @@ type Decision struct {
 // returns a Decision per Operator, sorted by name.
 func Decide(ctx context.Context, idx *olm.Index, st *State) []Decision {
 	reqs, invalid := Requests(st.Operators, st.BundleDeployments, st.Catalogs)
-	outcomes := operators.Resolve(ctx, idx, reqs)
+	outcomes := operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: st.Cluster})
 	out := make([]Decision, 0, len(st.Operators))
 	for _, op := range st.Operators {
 		d := Decision{Operator: op.Name, Package: op.Spec.PackageName, Deleting: op.Deleting}
