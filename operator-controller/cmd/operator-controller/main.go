@@ -6,14 +6,18 @@ import (
 	"context"
 	"flag"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
@@ -64,12 +68,22 @@ func main() {
 			if err != nil {
 				return err
 			}
+			disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			// The cluster's version, read from discovery at the first resolution and again when
+			// it is older than ten minutes: a cluster upgrade is seen within that time.
+			versions := &cluster.VersionCache{TTL: 10 * time.Minute, Read: func(ctx context.Context) (*olm.Cluster, error) {
+				return cluster.ReadClusterVersion(ctx, disc, nil)
+			}}
 			return (&controller.OperatorReconciler{
-				Client:    cached,
-				APIReader: direct,
-				Catalogs:  &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}, ReadWhole: readWhole},
-				Metrics:   controller.NewMetrics(crmetrics.Registry),
-				Recorder:  mgr.GetEventRecorder("operator-controller"),
+				ClusterVersion: versions.Get,
+				Client:         cached,
+				APIReader:      direct,
+				Catalogs:       &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}, ReadWhole: readWhole},
+				Metrics:        controller.NewMetrics(crmetrics.Registry),
+				Recorder:       mgr.GetEventRecorder("operator-controller"),
 
 				MaxConcurrentReconciles: workers,
 			}).SetupWithManager(mgr)

@@ -55,6 +55,12 @@ type OperatorReconciler struct {
 	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
 	// Operator's own writes (namespace, BundleDeployment, status).
 	MaxConcurrentReconciles int
+	// ClusterVersion, when set, returns the cluster's version (Kubernetes, and OpenShift on
+	// OpenShift) that bundles must run on: a bundle whose minKubeVersion is above it (or whose
+	// olm.maxOpenShiftVersion is below it) is skipped, and the Resolved condition names it. It is
+	// called on each resolution and should be cheap (cluster.VersionCache). nil, or a nil version,
+	// checks nothing.
+	ClusterVersion func(context.Context) (*olm.Cluster, error)
 
 	mu       sync.Mutex
 	lastIdx  *olm.Index
@@ -285,10 +291,21 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 		return operators.Outcome{}, nil, fmt.Errorf("reading catalog content: %w", err)
 	}
 
+	var cluster *olm.Cluster
+	if r.ClusterVersion != nil {
+		var err error
+		if cluster, err = r.ClusterVersion(ctx); err != nil {
+			// Resolve with the last version read (or none) rather than not at all.
+			log.FromContext(ctx).Info("reading the cluster's version failed; bundles' minKubeVersion is checked against the last version read, if any", "error", err.Error())
+		}
+	}
 	key := fingerprint(reqs)
+	if cluster != nil {
+		key += "\x00" + cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
+	}
 	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
 		start := time.Now()
-		r.lastOut = operators.Resolve(ctx, idx, reqs)
+		r.lastOut = operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: cluster})
 		if r.Metrics != nil {
 			r.Metrics.ResolutionSeconds.Observe(time.Since(start).Seconds())
 		}

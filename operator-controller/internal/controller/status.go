@@ -113,6 +113,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		if tie := bundle.Tie(); tie != "" {
 			msg += "; " + tie
 		}
+		msg += skippedNote(obs.outcome.Skipped)
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, msg)
 	}
 
@@ -121,6 +122,26 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
 	setUpgradeAvailable(op, obs.outcome, installed, set)
+}
+
+// maxSkippedInMessage bounds the skipped bundles a Resolved=True message names.
+const maxSkippedInMessage = 3
+
+// skippedNote is the end of a Resolved=True message naming the newer bundles the cluster cannot
+// run (the first maxSkippedInMessage, in preference order), "" when none was skipped.
+func skippedNote(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	listed := skipped
+	if len(listed) > maxSkippedInMessage {
+		listed = listed[:maxSkippedInMessage]
+	}
+	msg := "; " + strings.Join(listed, "; ")
+	if more := len(skipped) - len(listed); more > 0 {
+		msg += fmt.Sprintf("; and %d more bundles the cluster cannot run", more)
+	}
+	return msg
 }
 
 // withoutResolution is the part of a Resolved=False message that says what still reaches the

@@ -12,14 +12,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
@@ -31,6 +35,8 @@ var (
 	k8s      client.Client
 	fixtures = &fixtureReader{content: map[string]string{}}
 	cache    *catalogs.Cache
+	// disc reads the API server's discovery (its version).
+	disc discovery.DiscoveryInterface
 )
 
 // fixtureReader serves catalog content from FBC strings the tests set.
@@ -79,8 +85,16 @@ func setup(s *apiservertest.Suite) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	cache = &catalogs.Cache{Reader: fixtures}
+	if disc, err = discovery.NewDiscoveryClientForConfig(s.Config); err != nil {
+		return err
+	}
+	// As operator-controller's main wires it: the API server's version from discovery.
+	versions := &cluster.VersionCache{TTL: time.Minute, Read: func(ctx context.Context) (*olm.Cluster, error) {
+		return cluster.ReadClusterVersion(ctx, disc, nil)
+	}}
 	r := &controller.OperatorReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Catalogs: cache, Metrics: controller.NewMetrics(nil),
+		ClusterVersion: versions.Get,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
