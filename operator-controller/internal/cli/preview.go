@@ -37,7 +37,7 @@ func (o *options) newPlanner(c client.Client, f previewFlags) *preview.Planner {
 			return o.Pull(ctx, image, f.insecure)
 		}
 		return pull.ToDir(ctx, image, f.insecure)
-	}, f.certProvider)
+	}, f.certProvider).WithClusterVersion(o.ClusterVersion)
 }
 
 // installDryRun prints the plan of installing op (not created yet).

@@ -1,15 +1,21 @@
 package command
 
 import (
+	"context"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -37,6 +43,18 @@ func (o *Options) Client() (client.Client, error) {
 	if o.NewClient != nil {
 		return o.NewClient()
 	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+func (o *Options) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if o.Kubeconfig != "" {
 		rules.ExplicitPath = o.Kubeconfig
@@ -46,9 +64,29 @@ func (o *Options) Client() (client.Client, error) {
 		return nil, fmt.Errorf("kubeconfig: %w (set --kubeconfig or $KUBECONFIG)", err)
 	}
 	cfg.UserAgent = "kubectl-olmv1"
-	s, err := Scheme()
+	return cfg, nil
+}
+
+// ClusterVersion reads the cluster's version as operator-controller does (discovery; OpenShift's
+// ClusterVersion too), for previews to skip the bundles the cluster cannot run. nil: unknown.
+func (o *Options) ClusterVersion(ctx context.Context) (*olm.Cluster, error) {
+	if o.NewClusterVersion != nil {
+		return o.NewClusterVersion(ctx)
+	}
+	if o.NewClient != nil {
+		return nil, nil
+	}
+	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: s})
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.ReadClusterVersion(ctx, disc, dc)
 }

@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
@@ -32,6 +33,9 @@ type Options struct {
 	PollInterval time.Duration
 	// NewClient, when set, replaces the client of the kubeconfig (tests).
 	NewClient func() (client.Client, error)
+	// NewClusterVersion, when set, replaces reading the cluster's version from the kubeconfig's
+	// discovery (tests); with NewClient set and this unset, the version is unknown.
+	NewClusterVersion func(context.Context) (*olm.Cluster, error)
 	// Pull, when set, replaces pulling a bundle image into a directory (tests).
 	Pull func(ctx context.Context, image string, insecure bool) (dir string, remove func(), err error)
 }

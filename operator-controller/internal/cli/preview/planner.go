@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 )
@@ -24,6 +25,15 @@ type Planner struct {
 	certProvider string
 	// now is the creation time of the Operators the change adds.
 	now func() time.Time
+	// clusterVersion, when set, reads the cluster's version resolution checks bundles against.
+	clusterVersion func(context.Context) (*olm.Cluster, error)
+}
+
+// WithClusterVersion has the Planner resolve as operator-controller does on this cluster: bundles
+// the version read cannot run are skipped (and the plan says which).
+func (p *Planner) WithClusterVersion(read func(context.Context) (*olm.Cluster, error)) *Planner {
+	p.clusterVersion = read
+	return p
 }
 
 // Fetch makes a bundle image's content available in a directory; remove deletes it.
@@ -41,7 +51,14 @@ func (p *Planner) Client() client.Client { return p.c }
 
 // ReadState reads what a reconcile reads (see State).
 func (p *Planner) ReadState(ctx context.Context) (*State, error) {
-	return readState(ctx, p.c, p.reader)
+	st, err := readState(ctx, p.c, p.reader)
+	if err != nil || p.clusterVersion == nil {
+		return st, err
+	}
+	if st.cluster, err = p.clusterVersion(ctx); err != nil {
+		return nil, fmt.Errorf("reading the cluster's version, which operator-controller checks bundles against: %w", err)
+	}
+	return st, nil
 }
 
 // Install is the Plan of creating op: the API server validates and defaults it in a dry run, then
@@ -110,6 +127,9 @@ func (p *Planner) build(ctx context.Context, st *State, pr proposal) (*Plan, err
 		return finish(plan), nil
 	}
 	plan.To = o.Bundle.Version
+	for _, s := range o.Skipped {
+		plan.Notes = append(plan.Notes, "resolution on this cluster: "+s)
+	}
 	var affected []string
 	plan.Bundles, affected = planBundles(st, pr, res, baseline)
 	for _, n := range sortedKeys(res.outcomes) {

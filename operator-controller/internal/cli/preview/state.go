@@ -25,6 +25,8 @@ type State struct {
 	bds  map[string]*rukpakv1alpha1.BundleDeployment // by Operator name
 	cats []catalogdv1alpha1.Catalog
 	idx  *olm.Index
+	// cluster is the cluster's version (nil: unknown, nothing checked).
+	cluster *olm.Cluster
 }
 
 // readState reads what a reconcile reads, through c (a readOnlyClient). Catalog content is read and
@@ -64,7 +66,7 @@ func readState(ctx context.Context, c client.Client, reader catalogs.ContentRead
 // cannot become a request (an invalid catalog selector) fails with the mapping's message.
 func (st *State) resolve(ctx context.Context, ops []operatorsv1alpha1.Operator) map[string]operators.Outcome {
 	reqs, invalid := controller.Requests(ops, st.bds, st.cats)
-	out := operators.Resolve(ctx, st.idx, reqs)
+	out := operators.ResolveWith(ctx, st.idx, reqs, operators.Options{Cluster: st.cluster})
 	for name, msg := range invalid {
 		out[name] = operators.Outcome{Message: msg}
 	}
