@@ -34,17 +34,17 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/sourcetest"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
 // registryErrorsLabel scopes this test's manager to its own Catalogs.
 const registryErrorsLabel = "test.olmv1.io/registry-errors"
 
-// unpackAttempts wraps the unpacker: it records when each Unpack (each reconcile) starts, and runs
-// the change of the registry's behaviour the test asked for at the start of the next one, so that
-// every attempt sees one behaviour from its first request to its last.
+// unpackAttempts records when each Unpack (each reconcile) starts, and runs the change of the
+// registry's behaviour the test asked for at the start of the next one, so that every attempt sees
+// one behaviour from its first request to its last. Its start is the OnUnpack hook of the
+// unpacker.
 type unpackAttempts struct {
-	inner source.Unpacker
-
 	mu      sync.Mutex
 	list    []attempt
 	phase   string
@@ -66,19 +66,15 @@ func (a *unpackAttempts) next(phase string, change func()) {
 	a.pending = func() { change(); a.phase = phase }
 }
 
-func (a *unpackAttempts) Unpack(ctx context.Context, key string, src rukpakv1alpha1.Source, opts source.Options) (*source.Result, error) {
+// start records an attempt starting now, after the pending change.
+func (a *unpackAttempts) start(string) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.pending != nil {
 		a.pending()
 		a.pending = nil
 	}
 	a.list = append(a.list, attempt{phase: a.phase, start: time.Now()})
-	a.mu.Unlock()
-	return a.inner.Unpack(ctx, key, src, opts)
-}
-
-func (a *unpackAttempts) Cleanup(ctx context.Context, key string) error {
-	return a.inner.Cleanup(ctx, key)
 }
 
 // all returns every attempt so far, with its end.
@@ -242,7 +238,10 @@ func TestCatalogRegistryBusyThenDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attempts := &unpackAttempts{inner: real, phase: "healthy"}
+	attempts := &unpackAttempts{phase: "healthy"}
+	unpacker := unpackertest.New(t)
+	unpacker.Route(real, rukpakv1alpha1.SourceTypeImage)
+	unpacker.OnUnpack(attempts.start)
 	content := httptest.NewServer(&serve.Handler{Store: store})
 	t.Cleanup(content.Close)
 
@@ -261,7 +260,7 @@ func TestCatalogRegistryBusyThenDown(t *testing.T) {
 	}
 	r := &controller.CatalogReconciler{
 		Client:         mgr.GetClient(),
-		Loader:         replica.NewLoader(attempts, store, ""),
+		Loader:         replica.NewLoader(unpacker, store, ""),
 		ContentBaseURL: content.URL,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -23,15 +23,6 @@ import (
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // fooCatalog is a valid catalog of package foo whose latest bundle is version.
 func fooCatalog(version string) map[string]string {
 	return map[string]string{
@@ -156,9 +147,9 @@ func httpGet(t *testing.T, url string) (int, string, string) {
 // still serving B → A again, with the same hash as the first time.
 func TestConditionsStaleServingAndHashABA(t *testing.T) {
 	const name = "transitions"
-	env.registry.push("reg.test/cat:0.1.0", fooCatalog("0.1.0"))
-	env.registry.push("reg.test/cat:0.2.0", fooCatalog("0.2.0"))
-	env.registry.push("reg.test/cat:broken", invalidCatalog())
+	push("reg.test/cat:0.1.0", fooCatalog("0.1.0"))
+	push("reg.test/cat:0.2.0", fooCatalog("0.2.0"))
+	push("reg.test/cat:broken", invalidCatalog())
 
 	newCatalog(t, name, "reg.test/cat:0.1.0", nil)
 	cat := waitFor(t, name, servingOK(1))
@@ -277,9 +268,9 @@ func TestConditionsStaleServingAndHashABA(t *testing.T) {
 // it shows Pending for the new generation while the previous content is still served.
 func TestPendingWhileUnpacking(t *testing.T) {
 	const name = "pending"
-	env.registry.push("reg.test/slow:1", fooCatalog("1.0.0"))
-	env.registry.push("reg.test/slow:2", fooCatalog("2.0.0"))
-	release := env.registry.block("reg.test/slow:1")
+	push("reg.test/slow:1", fooCatalog("1.0.0"))
+	push("reg.test/slow:2", fooCatalog("2.0.0"))
+	release := env.registry.Block("reg.test/slow:1")
 	newCatalog(t, name, "reg.test/slow:1", nil)
 	waitFor(t, name, want{generation: 1,
 		unpacked: metav1.ConditionFalse, unpackedReason: catalogdv1alpha1.ReasonPending, unpackedMessage: "unpacking generation 1",
@@ -287,7 +278,7 @@ func TestPendingWhileUnpacking(t *testing.T) {
 	release()
 	waitFor(t, name, servingOK(1))
 
-	release = env.registry.block("reg.test/slow:2")
+	release = env.registry.Block("reg.test/slow:2")
 	gen := setRef(t, name, "reg.test/slow:2")
 	waitFor(t, name, want{generation: gen,
 		unpacked: metav1.ConditionFalse, unpackedReason: catalogdv1alpha1.ReasonPending,
@@ -300,7 +291,7 @@ func TestPendingWhileUnpacking(t *testing.T) {
 // (olm.operatorframework.io/metadata.name), and puts the label back when a user changes or removes it.
 func TestCatalogGetsItsNameLabel(t *testing.T) {
 	const name = "name-label"
-	env.registry.push("reg.test/name-label:1", fooCatalog("1.0.0"))
+	push("reg.test/name-label:1", fooCatalog("1.0.0"))
 	newCatalog(t, name, "reg.test/name-label:1", nil)
 	waitLabel := func(what string) {
 		t.Helper()
@@ -343,7 +334,7 @@ func TestCatalogGetsItsNameLabel(t *testing.T) {
 // TestInvalidFirstContentIsNotServed: a Catalog whose first content is invalid serves nothing.
 func TestInvalidFirstContentIsNotServed(t *testing.T) {
 	const name = "invalid-first"
-	env.registry.push("reg.test/invalid:1", map[string]string{"bad.yaml": "schema: olm.package\nname: [oops\n"})
+	push("reg.test/invalid:1", map[string]string{"bad.yaml": "schema: olm.package\nname: [oops\n"})
 	newCatalog(t, name, "reg.test/invalid:1", nil)
 	waitFor(t, name, want{generation: 1,
 		unpacked: metav1.ConditionFalse, unpackedReason: catalogdv1alpha1.ReasonInvalidCatalog, unpackedMessage: "bad.yaml",
@@ -359,14 +350,14 @@ func TestPollingPicksUpRepushedTag(t *testing.T) {
 	const name = "polling"
 	const ref = "reg.test/poll:latest"
 	key := "catalog/" + name
-	env.registry.push(ref, fooCatalog("1.0.0"))
+	push(ref, fooCatalog("1.0.0"))
 	newCatalog(t, name, ref, &metav1.Duration{Duration: time.Second})
 	cat := waitFor(t, name, servingOK(1))
 	hash1, last1 := cat.Status.ContentHash, cat.Status.LastUnpacked
 
-	polls := env.registry.unpackCount(key)
-	eventually(t, "the tag is polled three more times", func() bool { return env.registry.unpackCount(key) >= polls+3 })
-	if n := env.registry.fetchCount(key); n != 1 {
+	polls := env.registry.Calls(key).Unpacks
+	eventually(t, "the tag is polled three more times", func() bool { return env.registry.Calls(key).Unpacks >= polls+3 })
+	if n := env.registry.Calls(key).Fetches; n != 1 {
 		t.Errorf("unchanged tag fetched %d times, want 1", n)
 	}
 	cat = waitFor(t, name, servingOK(1))
@@ -374,7 +365,7 @@ func TestPollingPicksUpRepushedTag(t *testing.T) {
 		t.Errorf("lastUnpacked moved without new content: %v → %v", last1, cat.Status.LastUnpacked)
 	}
 
-	env.registry.push(ref, fooCatalog("1.1.0"))
+	push(ref, fooCatalog("1.1.0"))
 	deadline := time.Now().Add(20 * time.Second)
 	for cat.Status.ContentHash == hash1 {
 		if time.Now().After(deadline) {
@@ -394,7 +385,7 @@ func TestPollingPicksUpRepushedTag(t *testing.T) {
 // then the object.
 func TestDeletionCleansUp(t *testing.T) {
 	const name = "deleted"
-	env.registry.push("reg.test/del:1", fooCatalog("1.0.0"))
+	push("reg.test/del:1", fooCatalog("1.0.0"))
 	cat := newCatalog(t, name, "reg.test/del:1", nil)
 	waitFor(t, name, servingOK(1))
 	if _, err := os.Stat(filepath.Join(env.storeDir, name)); err != nil {
@@ -420,7 +411,7 @@ func TestDeletionCleansUp(t *testing.T) {
 	if _, ok := env.store.Get(name); ok {
 		t.Error("the store still serves the deleted catalog")
 	}
-	if env.registry.cleanupCount("catalog/"+name) == 0 {
+	if !slices.Contains(env.registry.Cleanups(), "catalog/"+name) {
 		t.Error("the unpacked source was not cleaned up")
 	}
 	if code, _, _ := httpGet(t, env.http.URL+"/catalogs/"+name+"/all.json"); code != http.StatusNotFound {

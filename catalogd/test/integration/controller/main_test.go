@@ -1,6 +1,7 @@
 // Package controller runs catalogd's Catalog reconciler against a real kube-apiserver and etcd
-// (envtest) with a small in-memory "registry" as its source unpacker, and checks every condition
-// transition, stale serving after a failed update, the A/B/A content hash, polling and deletion.
+// (envtest) with rukpak's fake unpacker (unpackertest) as its "registry" of images, and checks
+// every condition transition, stale serving after a failed update, the A/B/A content hash, polling
+// and deletion.
 // Run it with `make test-integration` (KUBEBUILDER_ASSETS must name the binaries; it fails if unset).
 package controller
 
@@ -26,7 +27,9 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/platform/apiservertest"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
 const namespace = "olmv1-system"
@@ -36,7 +39,7 @@ var env struct {
 	client   client.Client
 	store    *storage.Store
 	storeDir string
-	registry *fakeRegistry
+	registry *unpackertest.Unpacker // Image sources; the other types go to the real unpacker
 	http     *httptest.Server
 }
 
@@ -73,12 +76,14 @@ func setup(s *apiservertest.Suite) error {
 	if _, err := env.store.Put("orphan", orphan); err != nil {
 		return err
 	}
-	env.registry = newFakeRegistry(filepath.Join(tmp, "unpacked"))
-	// ConfigMaps sources go to the real unpacker; Image sources to the fake registry.
+	// Image sources are served by the fake registry; ConfigMaps, HTTP and Git sources by the real
+	// unpacker.
+	env.registry = unpackertest.NewIn(filepath.Join(tmp, "unpacked"))
 	real, err := source.New(source.Config{CacheDir: filepath.Join(tmp, "cache"), Client: s.Client})
 	if err != nil {
 		return err
 	}
+	env.registry.Route(real, rukpakv1alpha1.SourceTypeConfigMaps, rukpakv1alpha1.SourceTypeHTTP, rukpakv1alpha1.SourceTypeGit)
 	if err := s.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err
 	}
@@ -94,7 +99,7 @@ func setup(s *apiservertest.Suite) error {
 	}
 	r := &controller.CatalogReconciler{
 		Client:         mgr.GetClient(),
-		Loader:         replica.NewLoader(routingUnpacker{image: env.registry, other: real}, env.store, namespace),
+		Loader:         replica.NewLoader(env.registry, env.store, namespace),
 		ContentBaseURL: env.http.URL,
 		Recorder:       mgr.GetEventRecorder("catalogd"),
 	}
@@ -112,4 +117,10 @@ func setup(s *apiservertest.Suite) error {
 		return nil
 	})
 	return nil
+}
+
+// push makes the fake registry serve files as ref; its digest reference keeps the tag
+// (ref@sha256:...), so that a status names the tag it was resolved from.
+func push(ref string, files map[string]string) {
+	env.registry.PushAs(ref, ref+"@"+unpackertest.Digest(files), files)
 }

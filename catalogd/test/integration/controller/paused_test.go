@@ -110,16 +110,16 @@ func pausedEvents(t *testing.T, name string) int {
 func TestPausedImageCatalogIsNotPolledOrUnpacked(t *testing.T) {
 	const name = "paused-image"
 	key := "catalog/" + name
-	env.registry.push("reg.test/paused:v1", fooCatalog("1.0.0"))
-	env.registry.push("reg.test/paused:v2", fooCatalog("2.0.0"))
+	push("reg.test/paused:v1", fooCatalog("1.0.0"))
+	push("reg.test/paused:v2", fooCatalog("2.0.0"))
 	newCatalog(t, name, "reg.test/paused:v1", &metav1.Duration{Duration: time.Second})
 	cat := waitFor(t, name, servingOK(1))
 	hash1 := cat.Status.ContentHash
 	if c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1alpha1.TypePaused); !condMatches(c, metav1.ConditionFalse, catalogdv1alpha1.ReasonNotPaused, "not paused", 1) {
 		t.Errorf("Paused before the pause: %+v", c)
 	}
-	polls := env.registry.unpackCount(key)
-	eventually(t, "the tag is polled twice more", func() bool { return env.registry.unpackCount(key) >= polls+2 })
+	polls := env.registry.Calls(key).Unpacks
+	eventually(t, "the tag is polled twice more", func() bool { return env.registry.Calls(key).Unpacks >= polls+2 })
 
 	gen := setSpecPaused(t, name, true)
 	cat = waitPausedObserved(t, name, gen)
@@ -128,7 +128,7 @@ func TestPausedImageCatalogIsNotPolledOrUnpacked(t *testing.T) {
 	if want := fmt.Sprintf("the content of generation 1 (%s) stays served as it is", hash1); !strings.Contains(p.Message, want) {
 		t.Errorf("Paused message %q does not say %q", p.Message, want)
 	}
-	unpacks := env.registry.unpackCount(key)
+	unpacks := env.registry.Calls(key).Unpacks
 
 	// A new ref (a spec change) and three more spec changes: each reconciled, none acted on.
 	gen = patchSpec(t, name, func(c *catalogdv1alpha1.Catalog) { c.Spec.Source.Image.Ref = "reg.test/paused:v2" })
@@ -137,7 +137,7 @@ func TestPausedImageCatalogIsNotPolledOrUnpacked(t *testing.T) {
 	// Three poll intervals more: no poll either.
 	consistently(t, 3*time.Second, "left alone while paused", func() (bool, string) {
 		cur := getCatalog(t, name)
-		n := env.registry.unpackCount(key)
+		n := env.registry.Calls(key).Unpacks
 		return n == unpacks && cur.Status.ContentHash == hash1 && cur.Status.ObservedGeneration == 1 && cur.Status.ServedGeneration == 1,
 			fmt.Sprintf("%d unpack calls (%d when paused)\n%s", n, unpacks, statusString(cur))
 	})
@@ -160,8 +160,8 @@ func TestPausedImageCatalogIsNotPolledOrUnpacked(t *testing.T) {
 		t.Errorf("Paused after resuming: %+v", c)
 	}
 	assertServing(t, cat.Status.ContentURL, cat.Status.ContentHash, "foo.v2.0.0")
-	polls = env.registry.unpackCount(key)
-	eventually(t, "the tag is polled again after resuming", func() bool { return env.registry.unpackCount(key) >= polls+2 })
+	polls = env.registry.Calls(key).Unpacks
+	eventually(t, "the tag is polled again after resuming", func() bool { return env.registry.Calls(key).Unpacks >= polls+2 })
 	eventually(t, "one Paused event was emitted", func() bool { return pausedEvents(t, name) == 1 })
 
 	// Deleting a paused Catalog removes its content.

@@ -1,7 +1,7 @@
 // Package controller runs rukpak's BundleDeployment controller against a real kube-apiserver and etcd
 // (envtest): install, upgrade, a failed upgrade rolled back, drift reverted, prune, health,
-// uninstall and the CRD upgrade-safety preflight. Bundles are plain bundles in temporary
-// directories, served by a test Unpacker; rendering and applying are the real ones.
+// uninstall and the CRD upgrade-safety preflight. Bundles are plain bundles served as images by
+// rukpak's fake unpacker (unpackertest); rendering and applying are the real ones.
 package controller
 
 import (
@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +27,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
-	"github.com/olmv1/olmv1/rukpak/pkg/source"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
 const systemNamespace = "olmv1-system"
@@ -40,7 +38,8 @@ var (
 	k8s        client.Client
 	restConfig *rest.Config
 	clientset  kubernetes.Interface
-	bundles    = &dirUnpacker{refs: map[string]string{}}
+	// bundles serves the bundles of writeBundle as images.
+	bundles *unpackertest.Unpacker
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +54,12 @@ func TestMain(m *testing.M) {
 // setup creates the system namespace and starts a manager running the BundleDeploymentReconciler.
 func setup(s *apiservertest.Suite) error {
 	restConfig, k8s = s.Config, s.Client
+	dir, err := os.MkdirTemp("", "rukpak-controller-bundles-")
+	if err != nil {
+		return err
+	}
+	s.Cleanup(func() error { return os.RemoveAll(dir) })
+	bundles = unpackertest.NewIn(dir)
 	scheme := s.Scheme
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
@@ -104,49 +109,13 @@ func setup(s *apiservertest.Suite) error {
 	return nil
 }
 
-// dirUnpacker serves image refs from local directories: the test writes a bundle directory and
-// points an image ref at it.
-type dirUnpacker struct {
-	mu   sync.Mutex
-	refs map[string]string
-	errs map[string]error
-}
-
-func (d *dirUnpacker) set(ref, dir string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.refs[ref] = dir
-}
-
-func (d *dirUnpacker) Unpack(_ context.Context, _ string, src rukpakv1alpha1.Source, _ source.Options) (*source.Result, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if src.Image == nil {
-		return nil, fmt.Errorf("test unpacker: only Image sources")
-	}
-	dir, ok := d.refs[src.Image.Ref]
-	if !ok {
-		return nil, fmt.Errorf("image %q not found in registry (check spec.source.image.ref)", src.Image.Ref)
-	}
-	return &source.Result{Dir: dir, ResolvedSource: rukpakv1alpha1.ResolvedSource{
-		Type:  rukpakv1alpha1.SourceTypeImage,
-		Image: &rukpakv1alpha1.ResolvedImageSource{Ref: src.Image.Ref + "@sha256:" + strings.Repeat("0", 64)},
-	}}, nil
-}
-
-func (d *dirUnpacker) Cleanup(context.Context, string) error { return nil }
-
-// writeBundle writes a plain bundle whose manifests/ holds the given files and serves it as ref.
+// writeBundle makes ref serve a plain bundle whose manifests/ holds the given files. Its digest
+// reference keeps the tag (ref@sha256:...), so that a status names the tag it was resolved from.
 func writeBundle(t *testing.T, ref string, files map[string]string) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bundle := make(map[string]string, len(files))
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, "manifests", name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		bundle["manifests/"+name] = content
 	}
-	bundles.set(ref, dir)
+	bundles.PushAs(ref, ref+"@"+unpackertest.Digest(bundle), bundle)
 }
