@@ -247,7 +247,14 @@ func (t *tester) start(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if t.realPods {
-		return t.startReal(ctx)
+		msg, err := t.startReal(ctx)
+		if err != nil {
+			return "", err
+		}
+		if t.c, err = client.New(t.env.Config, client.Options{}); err != nil {
+			return "", err
+		}
+		return msg, nil
 	}
 	if _, err := localcluster.Build(ctx, t.o.CacheDir, prefixWriter{t.out}); err != nil {
 		return "", err

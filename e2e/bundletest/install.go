@@ -108,8 +108,14 @@ func (t *tester) render(ctx context.Context, p *placement, s *source) error {
 	if len(p.watch) > 0 {
 		cfg = &rukpakv1alpha1.BundleConfig{WatchNamespaces: p.watch}
 	}
+	// With real pods rukpak runs from the chart (tls.mode selfSigned), whose webhook certificates come
+	// from rukpak's self-signed provider; the simulated environment's rukpak renders the default.
+	certProvider := ""
+	if t.realPods {
+		certProvider = "selfSigned"
+	}
 	res, err := bundlerender.Render(ctx, s.Dir, bundlerender.Options{Name: p.name, InstallNamespace: p.name, Config: cfg,
-		Cluster: &bundlerender.Cluster{Mapper: t.c.RESTMapper()}})
+		Cluster: &bundlerender.Cluster{Mapper: t.c.RESTMapper()}, CertProvider: certProvider})
 	if err != nil {
 		return fmt.Errorf("rendering %s in %s mode (kubectl olmv1 bundle render): %w", s.Arg, p.mode, err)
 	}
