@@ -207,3 +207,21 @@ func TestMirrorRegistryWritesHostsForTheNode(t *testing.T) {
 		}
 	}
 }
+
+func TestFreePortsAreOutsideTheEphemeralRange(t *testing.T) {
+	ports, err := freePorts(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range append(ports, one) {
+		if p < portLow || p >= portLow+portCount || seen[p] {
+			t.Errorf("port %d: want distinct ports in [%d, %d)", p, portLow, portLow+portCount)
+		}
+		seen[p] = true
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -137,9 +140,36 @@ func tail(path string, n int64) string {
 	return string(b)
 }
 
-// FreePort asks the kernel for an unused TCP port on 127.0.0.1.
+// The ports the harness hands to its processes come from [portLow, portLow+portCount), below the
+// kernel's ephemeral range (32768-60999 by default). A port the kernel picks in that range and the
+// harness closes before the process binds it can meanwhile be taken by any outgoing connection (seen:
+// a controller's metrics listener refused with "address already in use"); below it, only by another
+// explicit bind. Each pick starts after the last one this process made, from a random offset.
+const (
+	portLow   = 20000
+	portCount = 10000
+)
+
+var portNext = func() *atomic.Uint32 {
+	var n atomic.Uint32
+	n.Store(uint32(rand.IntN(portCount)))
+	return &n
+}()
+
+// listenFree listens on the next free port of the harness's range on 127.0.0.1.
+func listenFree() (net.Listener, error) {
+	for i := 0; i < portCount; i++ {
+		p := portLow + int(portNext.Add(1)%portCount)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("no free TCP port on 127.0.0.1 between %d and %d", portLow, portLow+portCount-1)
+}
+
+// FreePort returns an unused TCP port on 127.0.0.1, outside the kernel's ephemeral range.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listenFree()
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +178,7 @@ func FreePort() (int, error) {
 }
 
 func freePorts(n int) ([]int, error) {
-	// Hold all listeners open until every port is chosen so the kernel hands out distinct ports.
+	// Hold all listeners open until every port is chosen so that the ports are distinct.
 	ls := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range ls {
@@ -157,7 +187,7 @@ func freePorts(n int) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenFree()
 		if err != nil {
 			return nil, err
 		}
