@@ -257,16 +257,7 @@ var _ = Describe("chaos: controllers killed with SIGKILL at random points conver
 
 	// expectPreciousUntouched checks the user's namespace and ConfigMap: same UID, resourceVersion and data.
 	expectPreciousUntouched := func(ctx context.Context, when string) {
-		ns, err := chaosClientset.CoreV1().Namespaces().Get(ctx, chaosPreciousNS, metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred(), "namespace %s %s; %s", chaosPreciousNS, when, run.reproduce())
-		Expect(ns.UID).To(Equal(preciousNSID), "namespace %s was recreated %s; %s", chaosPreciousNS, when, run.reproduce())
-		Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is being deleted %s; %s", chaosPreciousNS, when, run.reproduce())
-		cm, err := chaosClientset.CoreV1().ConfigMaps(chaosPreciousNS).Get(ctx, chaosPreciousCM, metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred(), "ConfigMap %s/%s %s; %s", chaosPreciousNS, chaosPreciousCM, when, run.reproduce())
-		Expect(cm.UID).To(Equal(precious.UID), "ConfigMap recreated %s; %s", when, run.reproduce())
-		Expect(cm.ResourceVersion).To(Equal(precious.ResourceVersion), "ConfigMap changed %s: %v; %s", when, cm.Data, run.reproduce())
-		Expect(cm.Data).To(Equal(precious.Data), "ConfigMap data changed %s; %s", when, run.reproduce())
-		fmt.Fprintf(GinkgoWriter, "chaos: %s/%s untouched %s (uid %s, resourceVersion %s)\n", chaosPreciousNS, chaosPreciousCM, when, cm.UID, cm.ResourceVersion)
+		chaosExpectUntouched(ctx, run, precious, preciousNSID, when)
 	}
 
 	BeforeAll(func(ctx SpecContext) {
@@ -353,55 +344,7 @@ var _ = Describe("chaos: controllers killed with SIGKILL at random points conver
 	})
 
 	It("(a) unpacks community-v4.20 to the same content while catalogd is killed", func(ctx SpecContext) {
-		dir := filepath.Join(testdata, "catalogs", "community-v4.20")
-		entries, err := os.ReadDir(dir)
-		Expect(err).NotTo(HaveOccurred())
-		var pkgs []string // one directory per package
-		for _, e := range entries {
-			if e.IsDir() {
-				pkgs = append(pkgs, e.Name())
-			}
-		}
-		img, err := imagebuild.CatalogImage(dir)
-		Expect(err).NotTo(HaveOccurred())
-		ref := env.registry.Addr + "/catalogs/chaos-community:v4.20"
-		_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
-		Expect(err).NotTo(HaveOccurred())
-
-		const name, refName = "chaos-community", "chaos-community-reference"
-		By("unpacking the image once without kills: its time is the window of the kill points, its hash the expected one")
-		refStart := time.Now()
-		chaosCreateCatalog(ctx, dc, refName, ref)
-		Eventually(func() error { return chaosCatalogServed(ctx, dc, refName, len(pkgs)) }).
-			WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
-		window := time.Since(refStart)
-		reference, err := dc.Resource(catalogGVR).Get(ctx, refName, metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		wantHash, _, _ := unstructured.NestedString(reference.Object, "status", "contentHash")
-		fmt.Fprintf(GinkgoWriter, "chaos %s: an unkilled unpack took %v (hash %s)\n", chaosUnpack, window.Round(time.Millisecond), wantHash)
-
-		start := time.Now()
-		chaosCreateCatalog(ctx, dc, name, ref)
-		last := run.killDuring(ctx, chaosUnpack, start, window,
-			func(int, *rand.Rand) string { return "catalogd" },
-			func(ctx context.Context) (string, bool) { return chaosCatalogState(ctx, dc, name) })
-		run.converge(ctx, chaosUnpack, last, map[string]func(context.Context) error{
-			"catalog " + name: func(ctx context.Context) error {
-				if err := chaosCatalogServed(ctx, dc, name, len(pkgs)); err != nil {
-					return err
-				}
-				got, err := dc.Resource(catalogGVR).Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if h, _, _ := unstructured.NestedString(got.Object, "status", "contentHash"); h != wantHash {
-					return fmt.Errorf("status.contentHash %s, want %s (the unkilled unpack's)", h, wantHash)
-				}
-				return nil
-			},
-			"catalog " + refName: func(ctx context.Context) error { return chaosCatalogServed(ctx, dc, refName, len(pkgs)) },
-		})
-		expectPreciousUntouched(ctx, "after "+chaosUnpack)
+		chaosUnpackWhileKilled(ctx, run, dc, testdata, expectPreciousUntouched)
 	})
 
 	It("(b) installs strimzi 0.33.0 as one revision while rukpak is killed, and never takes the user's ConfigMap", func(ctx SpecContext) {
@@ -500,88 +443,7 @@ var _ = Describe("chaos: controllers killed with SIGKILL at random points conver
 	})
 
 	It("(e) installs a burst of 10 Operators, one revision each, while operator-controller and rukpak are killed", func(ctx SpecContext) {
-		catalogRef := chaosPushBurstCatalog(ctx)
-		const catalogName = chaosBurstPrefix
-		chaosCreateCatalog(ctx, dc, catalogName, catalogRef)
-		Eventually(func() error { return chaosCatalogServed(ctx, dc, catalogName, chaosBurstOperators) }).
-			WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-
-		ops := dc.Resource(operatorGVR)
-		names := make([]string, chaosBurstOperators)
-		for i := range names {
-			names[i] = fmt.Sprintf("%s-%d", chaosBurstPrefix, i)
-		}
-		DeferCleanup(func(ctx SpecContext) {
-			for _, n := range names {
-				_ = ops.Delete(ctx, n, metav1.DeleteOptions{})
-			}
-			Eventually(func(g Gomega) {
-				for _, n := range names {
-					g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: n}, &rukpakv1alpha1.BundleDeployment{}))).To(BeTrue(), "BundleDeployment %s removed with its Operator", n)
-				}
-			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		})
-		By("creating the 10 Operators at once")
-		start := time.Now()
-		errs := make([]error, len(names))
-		var wg sync.WaitGroup
-		for i, n := range names {
-			wg.Go(func() {
-				_, errs[i] = ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
-					"metadata": map[string]any{"name": n}, "spec": map[string]any{"packageName": n},
-				}}, metav1.CreateOptions{})
-			})
-		}
-		wg.Wait()
-		Expect(errors.Join(errs...)).NotTo(HaveOccurred())
-		both := []string{"operator-controller", "rukpak"}
-		last := run.killDuring(ctx, chaosBurst, start, time.Second,
-			func(i int, rng *rand.Rand) string {
-				// The first two kill points are one of each, in random order; the others are random.
-				if i == 0 && rng.IntN(2) == 1 {
-					both[0], both[1] = both[1], both[0]
-				}
-				if i < 2 {
-					return both[i]
-				}
-				return both[rng.IntN(2)]
-			},
-			func(ctx context.Context) (string, bool) { return chaosBurstState(ctx, c, dc, names) })
-		checks := map[string]func(context.Context) error{}
-		for _, n := range names {
-			checks["Operator "+n] = func(ctx context.Context) error {
-				op, err := ops.Get(ctx, n, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if cond := findCondition(op, "Installed"); cond == nil || cond["status"] != "True" {
-					return fmt.Errorf("not Installed: %v", cond)
-				}
-				if v, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version"); v != "1.0.0" {
-					return fmt.Errorf("installedBundle.version %q, want 1.0.0", v)
-				}
-				bd := &rukpakv1alpha1.BundleDeployment{}
-				if err := c.Get(ctx, client.ObjectKey{Name: n}, bd); err != nil {
-					return err
-				}
-				if ref := metav1.GetControllerOf(bd); ref == nil || ref.UID != op.GetUID() {
-					return fmt.Errorf("BundleDeployment %s is not controlled by Operator %s (uid %s): %v", n, n, op.GetUID(), ref)
-				}
-				return chaosRevisions(c, n, 1)(ctx)
-			}
-		}
-		run.converge(ctx, chaosBurst, last, checks)
-		bds := &rukpakv1alpha1.BundleDeploymentList{}
-		Expect(c.List(ctx, bds)).To(Succeed())
-		n := 0
-		for _, bd := range bds.Items {
-			if strings.HasPrefix(bd.Name, chaosBurstPrefix+"-") {
-				n++
-			}
-		}
-		Expect(n).To(Equal(chaosBurstOperators), "one BundleDeployment per Operator; %s", run.reproduce())
-		expectPreciousUntouched(ctx, "after "+chaosBurst)
+		chaosBurstWhileKilled(ctx, run, c, dc, expectPreciousUntouched)
 	})
 })
 
@@ -1003,4 +865,159 @@ func chaosPushBurstCatalog(ctx context.Context) string {
 			`{"operatorframework.io/suggested-namespace":%q},"installModes":[{"type":"AllNamespaces","supported":true}]}}`, pkg)))
 	}
 	return pushCatalog(ctx, fbc.String(), chaosBurstPrefix+"-index", "v1")
+}
+
+// chaosExpectUntouched checks the user's namespace and ConfigMap: same UID, resourceVersion and data.
+func chaosExpectUntouched(ctx context.Context, run *chaosRun, precious *corev1.ConfigMap, preciousNSID types.UID, when string) {
+	ns, err := chaosClientset.CoreV1().Namespaces().Get(ctx, chaosPreciousNS, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred(), "namespace %s %s; %s", chaosPreciousNS, when, run.reproduce())
+	Expect(ns.UID).To(Equal(preciousNSID), "namespace %s was recreated %s; %s", chaosPreciousNS, when, run.reproduce())
+	Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is being deleted %s; %s", chaosPreciousNS, when, run.reproduce())
+	cm, err := chaosClientset.CoreV1().ConfigMaps(chaosPreciousNS).Get(ctx, chaosPreciousCM, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred(), "ConfigMap %s/%s %s; %s", chaosPreciousNS, chaosPreciousCM, when, run.reproduce())
+	Expect(cm.UID).To(Equal(precious.UID), "ConfigMap recreated %s; %s", when, run.reproduce())
+	Expect(cm.ResourceVersion).To(Equal(precious.ResourceVersion), "ConfigMap changed %s: %v; %s", when, cm.Data, run.reproduce())
+	Expect(cm.Data).To(Equal(precious.Data), "ConfigMap data changed %s; %s", when, run.reproduce())
+	fmt.Fprintf(GinkgoWriter, "chaos: %s/%s untouched %s (uid %s, resourceVersion %s)\n", chaosPreciousNS, chaosPreciousCM, when, cm.UID, cm.ResourceVersion)
+}
+
+// chaosUnpackWhileKilled is scenario (a): community-v4.20 unpacked while catalogd is killed converges
+// to the hash of an unkilled unpack.
+func chaosUnpackWhileKilled(ctx SpecContext, run *chaosRun, dc dynamic.Interface, testdata string, expectPreciousUntouched func(context.Context, string)) {
+	dir := filepath.Join(testdata, "catalogs", "community-v4.20")
+	entries, err := os.ReadDir(dir)
+	Expect(err).NotTo(HaveOccurred())
+	var pkgs []string // one directory per package
+	for _, e := range entries {
+		if e.IsDir() {
+			pkgs = append(pkgs, e.Name())
+		}
+	}
+	img, err := imagebuild.CatalogImage(dir)
+	Expect(err).NotTo(HaveOccurred())
+	ref := env.registry.Addr + "/catalogs/chaos-community:v4.20"
+	_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
+	Expect(err).NotTo(HaveOccurred())
+
+	const name, refName = "chaos-community", "chaos-community-reference"
+	By("unpacking the image once without kills: its time is the window of the kill points, its hash the expected one")
+	refStart := time.Now()
+	chaosCreateCatalog(ctx, dc, refName, ref)
+	Eventually(func() error { return chaosCatalogServed(ctx, dc, refName, len(pkgs)) }).
+		WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+	window := time.Since(refStart)
+	reference, err := dc.Resource(catalogGVR).Get(ctx, refName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	wantHash, _, _ := unstructured.NestedString(reference.Object, "status", "contentHash")
+	fmt.Fprintf(GinkgoWriter, "chaos %s: an unkilled unpack took %v (hash %s)\n", chaosUnpack, window.Round(time.Millisecond), wantHash)
+
+	start := time.Now()
+	chaosCreateCatalog(ctx, dc, name, ref)
+	last := run.killDuring(ctx, chaosUnpack, start, window,
+		func(int, *rand.Rand) string { return "catalogd" },
+		func(ctx context.Context) (string, bool) { return chaosCatalogState(ctx, dc, name) })
+	run.converge(ctx, chaosUnpack, last, map[string]func(context.Context) error{
+		"catalog " + name: func(ctx context.Context) error {
+			if err := chaosCatalogServed(ctx, dc, name, len(pkgs)); err != nil {
+				return err
+			}
+			got, err := dc.Resource(catalogGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if h, _, _ := unstructured.NestedString(got.Object, "status", "contentHash"); h != wantHash {
+				return fmt.Errorf("status.contentHash %s, want %s (the unkilled unpack's)", h, wantHash)
+			}
+			return nil
+		},
+		"catalog " + refName: func(ctx context.Context) error { return chaosCatalogServed(ctx, dc, refName, len(pkgs)) },
+	})
+	expectPreciousUntouched(ctx, "after "+chaosUnpack)
+}
+
+// chaosBurstWhileKilled is scenario (e): ten Operators created at once while operator-controller and
+// rukpak are killed are installed as one revision each.
+func chaosBurstWhileKilled(ctx SpecContext, run *chaosRun, c client.Client, dc dynamic.Interface, expectPreciousUntouched func(context.Context, string)) {
+	catalogRef := chaosPushBurstCatalog(ctx)
+	const catalogName = chaosBurstPrefix
+	chaosCreateCatalog(ctx, dc, catalogName, catalogRef)
+	Eventually(func() error { return chaosCatalogServed(ctx, dc, catalogName, chaosBurstOperators) }).
+		WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	ops := dc.Resource(operatorGVR)
+	names := make([]string, chaosBurstOperators)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", chaosBurstPrefix, i)
+	}
+	DeferCleanup(func(ctx SpecContext) {
+		for _, n := range names {
+			_ = ops.Delete(ctx, n, metav1.DeleteOptions{})
+		}
+		Eventually(func(g Gomega) {
+			for _, n := range names {
+				g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: n}, &rukpakv1alpha1.BundleDeployment{}))).To(BeTrue(), "BundleDeployment %s removed with its Operator", n)
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+	By("creating the 10 Operators at once")
+	start := time.Now()
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			_, errs[i] = ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
+				"metadata": map[string]any{"name": n}, "spec": map[string]any{"packageName": n},
+			}}, metav1.CreateOptions{})
+		})
+	}
+	wg.Wait()
+	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
+	both := []string{"operator-controller", "rukpak"}
+	last := run.killDuring(ctx, chaosBurst, start, time.Second,
+		func(i int, rng *rand.Rand) string {
+			// The first two kill points are one of each, in random order; the others are random.
+			if i == 0 && rng.IntN(2) == 1 {
+				both[0], both[1] = both[1], both[0]
+			}
+			if i < 2 {
+				return both[i]
+			}
+			return both[rng.IntN(2)]
+		},
+		func(ctx context.Context) (string, bool) { return chaosBurstState(ctx, c, dc, names) })
+	checks := map[string]func(context.Context) error{}
+	for _, n := range names {
+		checks["Operator "+n] = func(ctx context.Context) error {
+			op, err := ops.Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if cond := findCondition(op, "Installed"); cond == nil || cond["status"] != "True" {
+				return fmt.Errorf("not Installed: %v", cond)
+			}
+			if v, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version"); v != "1.0.0" {
+				return fmt.Errorf("installedBundle.version %q, want 1.0.0", v)
+			}
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			if err := c.Get(ctx, client.ObjectKey{Name: n}, bd); err != nil {
+				return err
+			}
+			if ref := metav1.GetControllerOf(bd); ref == nil || ref.UID != op.GetUID() {
+				return fmt.Errorf("BundleDeployment %s is not controlled by Operator %s (uid %s): %v", n, n, op.GetUID(), ref)
+			}
+			return chaosRevisions(c, n, 1)(ctx)
+		}
+	}
+	run.converge(ctx, chaosBurst, last, checks)
+	bds := &rukpakv1alpha1.BundleDeploymentList{}
+	Expect(c.List(ctx, bds)).To(Succeed())
+	n := 0
+	for _, bd := range bds.Items {
+		if strings.HasPrefix(bd.Name, chaosBurstPrefix+"-") {
+			n++
+		}
+	}
+	Expect(n).To(Equal(chaosBurstOperators), "one BundleDeployment per Operator; %s", run.reproduce())
+	expectPreciousUntouched(ctx, "after "+chaosBurst)
 }
