@@ -842,7 +842,7 @@ func chaosPushBurstCatalog(ctx context.Context) string {
 	annotations, err := os.ReadFile(filepath.Join(src, "metadata", "annotations.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	tmp := GinkgoT().TempDir()
-	var fbc strings.Builder
+	catalog := newFixtureCatalog()
 	for n := range chaosBurstOperators {
 		pkg := fmt.Sprintf("%s-%d", chaosBurstPrefix, n)
 		r := strings.NewReplacer("example-operator-system", pkg, "example-operator", pkg, "0.1.0", "1.0.0")
@@ -859,12 +859,12 @@ func chaosPushBurstCatalog(ctx context.Context) string {
 		ref := env.registry.Addr + "/bundles/" + pkg + ":1.0.0"
 		_, err = imagebuild.Push(ctx, img, ref, imagebuild.WithInsecure())
 		Expect(err).NotTo(HaveOccurred())
-		fmt.Fprintf(&fbc, `{"schema":"olm.package","name":%q,"defaultChannel":"stable"}`+"\n", pkg)
-		fmt.Fprintf(&fbc, `{"schema":"olm.channel","package":%q,"name":"stable","entries":[{"name":"%s.v1.0.0"}]}`+"\n", pkg, pkg)
-		fbc.WriteString(fbcBundle(pkg, "1.0.0", ref, fmt.Sprintf(`{"type":"olm.csv.metadata","value":{"annotations":`+
-			`{"operatorframework.io/suggested-namespace":%q},"installModes":[{"type":"AllNamespaces","supported":true}]}}`, pkg)))
+		catalog.SingleBundlePackage(pkg, "1.0.0", ref, fbcProperty{Type: "olm.csv.metadata", Value: map[string]any{
+			"annotations":  map[string]string{"operatorframework.io/suggested-namespace": pkg},
+			"installModes": []map[string]any{{"type": "AllNamespaces", "supported": true}},
+		}})
 	}
-	return pushCatalog(ctx, fbc.String(), chaosBurstPrefix+"-index", "v1")
+	return catalog.Push(ctx, chaosBurstPrefix+"-index", "v1")
 }
 
 // chaosExpectUntouched checks the user's namespace and ConfigMap: same UID, resourceVersion and data.

@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,10 +113,9 @@ var _ = Describe("rukpak Helm and kustomize provisioners", Label("helm-kustomize
 		chartRef := env.registry.Addr + "/charts/greeter-catalog:0.1.0"
 		_, err = imagebuild.Push(ctx, img, chartRef, imagebuild.WithInsecure())
 		Expect(err).NotTo(HaveOccurred())
-		fbc := fmt.Sprintf(`{"schema":"olm.package","name":%q,"defaultChannel":"stable"}`+"\n"+
-			`{"schema":"olm.channel","package":%q,"name":"stable","entries":[{"name":"%s.v0.1.0"}]}`+"\n", pkg, pkg, pkg) +
-			fbcBundle(pkg, "0.1.0", chartRef, `{"type":"olm.bundle.mediatype","value":"helm"}`)
-		catalogRef := pushCatalog(ctx, fbc, "greeter-index", "v1")
+		catalogRef := newFixtureCatalog().
+			SingleBundlePackage(pkg, "0.1.0", chartRef, fbcProperty{Type: "olm.bundle.mediatype", Value: "helm"}).
+			Push(ctx, "greeter-index", "v1")
 		catalogs := dc.Resource(catalogGVR)
 		_, err = catalogs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",

@@ -28,16 +28,13 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 	})
 
 	It("installs a bundle that needs another package's API only once an Operator installs that package", Label("dependencies"), func(ctx SpecContext) {
-		gvk := `{"group":"widgets.example.olmv1.io","version":"v1","kind":"Widget"}`
 		needsImg := pushBundleAs(ctx, "0.1.0", "widget-consumer:1.0.0")
 		providerImg := pushBundleAs(ctx, "0.2.0", "widget-provider:1.0.0")
-		fbc := `{"schema":"olm.package","name":"widget-consumer","defaultChannel":"stable"}
-{"schema":"olm.channel","package":"widget-consumer","name":"stable","entries":[{"name":"widget-consumer.v1.0.0"}]}
-{"schema":"olm.package","name":"widget-provider","defaultChannel":"stable"}
-{"schema":"olm.channel","package":"widget-provider","name":"stable","entries":[{"name":"widget-provider.v1.0.0"}]}
-` + fbcBundle("widget-consumer", "1.0.0", needsImg, `{"type":"olm.gvk.required","value":`+gvk+`}`) +
-			fbcBundle("widget-provider", "1.0.0", providerImg, `{"type":"olm.gvk","value":`+gvk+`}`)
-		createServingCatalog(ctx, c, "widgets-catalog", pushCatalog(ctx, fbc, "widgets-index", "v1"))
+		catalogRef := newFixtureCatalog().
+			SingleBundlePackage("widget-consumer", "1.0.0", needsImg, gvkProperty("olm.gvk.required", "widgets.example.olmv1.io", "v1", "Widget")).
+			SingleBundlePackage("widget-provider", "1.0.0", providerImg, gvkProperty("olm.gvk", "widgets.example.olmv1.io", "v1", "Widget")).
+			Push(ctx, "widgets-index", "v1")
+		createServingCatalog(ctx, c, "widgets-catalog", catalogRef)
 
 		By("an Operator for widget-consumer alone is not installed, and says which Operator to create")
 		createOperator(ctx, c, "widget-consumer", map[string]any{"packageName": "widget-consumer"})

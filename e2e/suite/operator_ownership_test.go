@@ -37,10 +37,7 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 			ownerNameLabel  = "core.rukpak.io/owner-name"
 		)
 		img := pushBundleAs(ctx, "0.1.0", "ownership-operator:0.1.0")
-		fbc := `{"schema":"olm.package","name":"ownership-operator","defaultChannel":"stable"}
-{"schema":"olm.channel","package":"ownership-operator","name":"stable","entries":[{"name":"ownership-operator.v0.1.0"}]}
-` + fbcBundle(pkg, "0.1.0", img, "")
-		createServingCatalog(ctx, c, "ownership-catalog", pushCatalog(ctx, fbc, "ownership-index", "v1"))
+		createServingCatalog(ctx, c, "ownership-catalog", newFixtureCatalog().SingleBundlePackage(pkg, "0.1.0", img).Push(ctx, "ownership-index", "v1"))
 
 		By("pre-creating the install namespace, marked as created by OLM for an earlier Operator (so that the new Operator " +
 			"becomes one of its owners, and the garbage collector would delete it with that Operator), and in it the bundle's " +
