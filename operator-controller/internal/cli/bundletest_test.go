@@ -40,9 +40,9 @@ func TestBundleTestRunsOLMv1Dev(t *testing.T) {
 		t.Fatalf("olmv1-dev ran with\n%s\nwant\n%s", out, want)
 	}
 
-	t.Setenv(devBinaryEnv, dev)
+	t.Setenv("OLMV1_DEV", dev)
 	if out, _, err = run(t, "bundle", "test", "quay.io/me/b:1", "--catalog", "quay.io/me/c:1"); err != nil || !strings.Contains(out, "--catalog quay.io/me/c:1") {
-		t.Fatalf("with $%s: %q, %v", devBinaryEnv, out, err)
+		t.Fatalf("with $OLMV1_DEV: %q, %v", out, err)
 	}
 }
 
@@ -54,7 +54,7 @@ func TestBundleTestFailureIsSilentExit1(t *testing.T) {
 }
 
 func TestBundleTestWithoutOLMv1Dev(t *testing.T) {
-	t.Setenv(devBinaryEnv, "")
+	t.Setenv("OLMV1_DEV", "")
 	t.Setenv("PATH", t.TempDir())
 	_, _, err := run(t, "bundle", "test", "./bundle")
 	if err == nil || !strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), "--dev-binary") {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/author"
 )
 
 // authorCatalog writes a catalog of two packages to a new directory: op (alpha 0.1.0 → 0.2.0 →
@@ -42,7 +44,7 @@ func authorCatalog(t *testing.T) string {
 		Bundles:  []declcfg.Bundle{bundle("other", "1.0.0")},
 	}
 	for file, cfg := range map[string]*declcfg.DeclarativeConfig{"op/catalog.yaml": op, "other/catalog.yaml": other} {
-		if err := writeConfig(dir, file, cfg); err != nil {
+		if err := author.WriteConfig(dir, file, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}

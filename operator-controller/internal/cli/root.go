@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/author"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
@@ -74,14 +75,12 @@ container engine (registry credentials come from the docker config file).`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return output.Check(o.Output) }
 
 	bundle := &cobra.Command{Use: "bundle", Short: "Validate and publish operator bundles (authors)"}
-	bundle.AddCommand(newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o), newBundleGenerateCommand(o))
-	bundle.AddCommand(newBundleTestCommand(o))
+	bundle.AddCommand(author.BundleCommands(o.Options)...)
 
 	catalog := &cobra.Command{Use: "catalog", Short: "Build, validate and publish file-based catalogs (authors); add, list, pause and resume Catalogs on the cluster (users)"}
-	catalog.AddCommand(newCatalogInitCommand(o), newCatalogAddBundleCommand(o), newCatalogRenderCommand(o),
-		newCatalogValidateCommand(o), newCatalogPushCommand(o), newCatalogAddCommand(o), newCatalogListCommand(o),
+	catalog.AddCommand(author.CatalogCommands(o.Options)...)
+	catalog.AddCommand(newCatalogAddCommand(o), newCatalogListCommand(o),
 		newPauseCommand(o, pausableCatalog, true), newPauseCommand(o, pausableCatalog, false))
-	catalog.AddCommand(newCatalogAuthorCommands(o)...)
 
 	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
 		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),

@@ -1,4 +1,4 @@
-package cli
+package author
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func newCatalogInitCommand(o *options) *cobra.Command {
 			}
 			cfg := &declcfg.DeclarativeConfig{Packages: []declcfg.Package{{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: defaultChannel, Description: description}}}
 			file := filepath.Join(pkg, "catalog.yaml")
-			if err := writeConfig(dir, file, cfg); err != nil {
+			if err := WriteConfig(dir, file, cfg); err != nil {
 				return err
 			}
 			if o.Output != "table" {
@@ -244,8 +244,8 @@ func findPackageFile(ctx context.Context, dir, pkg string) (string, error) {
 	return "", fmt.Errorf("package %s is spread over %s in %s; keep one file per package to edit it with add-bundle", pkg, strings.Join(list, ", "), dir)
 }
 
-// writeConfig writes cfg as YAML to dir/file.
-func writeConfig(dir, file string, cfg *declcfg.DeclarativeConfig) error {
+// WriteConfig writes cfg to dir/file as YAML, formatted as every catalog command writes it.
+func WriteConfig(dir, file string, cfg *declcfg.DeclarativeConfig) error {
 	var buf bytes.Buffer
 	if err := declcfg.WriteYAML(*cfg, &buf); err != nil {
 		return err
@@ -262,7 +262,7 @@ func writeConfig(dir, file string, cfg *declcfg.DeclarativeConfig) error {
 func writeValidated(ctx context.Context, dir, file string, cfg *declcfg.DeclarativeConfig) (*fbcvalidate.Result, error) {
 	p := filepath.Join(dir, file)
 	old, readErr := os.ReadFile(p)
-	if err := writeConfig(dir, file, cfg); err != nil {
+	if err := WriteConfig(dir, file, cfg); err != nil {
 		return nil, err
 	}
 	res, err := fbcvalidate.Validate(ctx, os.DirFS(dir))
