@@ -1,7 +1,8 @@
 // Package cli implements kubectl-olmv1, the kubectl plugin for OLM v1 users and operator authors.
 //
-// Author commands work on local directories and registries (no cluster, no container engine):
-// bundle validate|push|render, catalog init|add-bundle|render|validate|push. User commands talk to the
+// Author commands (package author) work on local directories and registries (no cluster, no
+// container engine): bundle validate|push|render|generate|test, catalog
+// init|add-bundle|render|validate|push|promote|deprecate|graph. User commands (this package) talk to the
 // cluster of the current kubeconfig: catalog add|list|pause|resume, search, install, status, approve,
 // upgrade, pause, resume, uninstall. install --dry-run and upgrade --preview print what would change
 // and change nothing (package preview computes the plan; output prints tables, YAML and JSON).
