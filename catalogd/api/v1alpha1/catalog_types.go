@@ -39,6 +39,13 @@ const (
 	// ReasonInvalidCatalog (Unpacked=False): the content was fetched but is not a valid file-based
 	// catalog; the message names the file and the problem.
 	ReasonInvalidCatalog = "InvalidCatalog"
+	// ReasonUnsigned (Unpacked=False): spec.source.image.verify requires a signature and the image
+	// has none; retried with backoff (and at each pollInterval).
+	ReasonUnsigned = "Unsigned"
+	// ReasonSignatureInvalid (Unpacked=False): the image's signatures do not satisfy
+	// spec.source.image.verify (another key, tampered with, malformed, or signing another digest).
+	// Not retried until the Catalog changes or its pollInterval comes round.
+	ReasonSignatureInvalid = "SignatureInvalid"
 
 	// ReasonServing (Serving=True): the content of the current generation is served.
 	ReasonServing = "Serving"

@@ -21,7 +21,8 @@ import (
 // on the Unpacked condition, whose Reason is Unpacked's reason (status.go) and which says whether
 // retrying helps:
 //
-//	unpack  fetch spec.source         UnpackFailed; terminal when the source says retrying cannot
+//	unpack  fetch spec.source         UnpackFailed (Unsigned, SignatureInvalid: the signature
+//	                                  policy); terminal when the source says retrying cannot
 //	                                  help, otherwise retried when the server asked (Retry-After)
 //	                                  or with backoff
 //	parse   read and validate the FBC InvalidCatalog, terminal; UnpackFailed (reading the unpacked
@@ -57,10 +58,12 @@ func unpack(ctx context.Context, ld *replica.Load) (*replica.Result, error) {
 	if err == nil {
 		return res, nil
 	}
+	// The reason is UnpackFailed, or Unsigned / SignatureInvalid when the signature policy
+	// (spec.source.image.verify) refused the image.
 	if !source.IsRetryable(err) {
-		return nil, step.Terminal(catalogdv1alpha1.TypeUnpacked, catalogdv1alpha1.ReasonUnpackFailed, err)
+		return nil, step.Terminal(catalogdv1alpha1.TypeUnpacked, source.ReasonOf(err), err)
 	}
-	return nil, step.Failed(catalogdv1alpha1.TypeUnpacked, catalogdv1alpha1.ReasonUnpackFailed, err).After(source.RetryAfterOf(err))
+	return nil, step.Failed(catalogdv1alpha1.TypeUnpacked, source.ReasonOf(err), err).After(source.RetryAfterOf(err))
 }
 
 // parse reads and validates the file-based catalog that resolved was unpacked to.

@@ -118,6 +118,14 @@ type ImageSource struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="pollInterval must be a positive duration such as 30s or 10m"
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
+
+	// verify, when set, requires the image to carry a valid signature under this policy before
+	// any of its content is unpacked. The signature is checked on the digest the reference
+	// resolved to, and exactly that digest is then unpacked. An image without a signature fails
+	// with reason Unsigned; a signature that does not verify with any of the policy's keys, or that
+	// names another digest, fails with reason SignatureInvalid. When empty no signature is checked.
+	// +optional
+	Verify *ImageVerification `json:"verify,omitempty"`
 }
 
 // ConfigMapSource writes the data keys of one ConfigMap as files under a directory.
@@ -327,6 +335,11 @@ type ResolvedImageSource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1000
 	Mirror string `json:"mirror,omitempty"`
+
+	// verified records the signature that was verified before ref was unpacked, when
+	// spec.source.image.verify is set. Unset when no signature was required.
+	// +optional
+	Verified *VerifiedSignature `json:"verified,omitempty"`
 }
 
 // ResolvedConfigMapSource is the version of one ConfigMap that was read.

@@ -30,10 +30,12 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 		if !source.IsRetryable(err) {
 			// Too large, an invalid source or content: only a change of the source (or a poll that
 			// finds it republished) can help, as for catalogd.
-			return step.Terminal(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err)
+			// The reason is UnpackFailed, or SignatureInvalid (spec.source.image.verify).
+			return step.Terminal(rukpakv1alpha1.TypeUnpacked, source.ReasonOf(err), err)
 		}
-		// After: a server that said when to come back (Retry-After) is asked again then.
-		return step.Failed(rukpakv1alpha1.TypeUnpacked, rukpakv1alpha1.ReasonUnpackFailed, err).After(source.RetryAfterOf(err))
+		// After: a server that said when to come back (Retry-After) is asked again then. The
+		// reason is UnpackFailed, or Unsigned (spec.source.image.verify).
+		return step.Failed(rukpakv1alpha1.TypeUnpacked, source.ReasonOf(err), err).After(source.RetryAfterOf(err))
 	}
 	st.unpacked = res
 	if res.Unchanged && bd.Status.ContentHash != "" { // Status read (2): the hash of the same content

@@ -38,6 +38,13 @@ const (
 	// KindDigestMismatch: bytes received from a registry do not match their digest (corruption in
 	// transit, or a registry that serves something other than what it claims).
 	KindDigestMismatch Kind = "DigestMismatch"
+	// KindUnsigned: spec.source.image.verify requires a signature and the image has none (Error.Reason
+	// is ReasonUnsigned). Retried with backoff: the signature may be pushed after the image.
+	KindUnsigned Kind = "Unsigned"
+	// KindSignatureInvalid: the image's signatures do not satisfy spec.source.image.verify: made with
+	// another key, tampered with, malformed, or signing another digest (Error.Reason is
+	// ReasonSignatureInvalid). Not retried: a new signature or a change of the spec is needed.
+	KindSignatureInvalid Kind = "SignatureInvalid"
 	// KindInternal: a local failure (disk full, permissions of the cache directory, a misconfigured
 	// Unpacker).
 	KindInternal Kind = "Internal"
@@ -48,7 +55,8 @@ const (
 type Error struct {
 	// Kind classifies the failure.
 	Kind Kind
-	// Reason is the condition reason to report (ReasonUnpackFailed).
+	// Reason is the condition reason to report: ReasonUnpackFailed, or ReasonUnsigned and
+	// ReasonSignatureInvalid for the signature policy (ReasonOf).
 	Reason string
 	// Retryable is true when trying again later, with the same spec, can succeed: the server may
 	// come back, a missing object may be created, credentials may be fixed in their Secret. When
@@ -85,7 +93,7 @@ func newError(kind Kind, err error, format string, args ...any) *Error {
 
 func retryableKind(k Kind) bool {
 	switch k {
-	case KindInvalidSource, KindInvalidContent, KindTooLarge:
+	case KindInvalidSource, KindInvalidContent, KindTooLarge, KindSignatureInvalid:
 		return false
 	}
 	return true
@@ -142,6 +150,16 @@ func retryLater(retryAfter time.Duration) string {
 		return fmt.Sprintf("will retry in %s, as the server asked (Retry-After)", retryAfter)
 	}
 	return "will retry with backoff"
+}
+
+// ReasonOf returns the condition reason of err (or of an Error it wraps): Unsigned or
+// SignatureInvalid for a signature policy failure, otherwise ReasonUnpackFailed.
+func ReasonOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return ReasonUnpackFailed
 }
 
 // KindOf returns the Kind of err, or KindInternal when err is not an *Error.
