@@ -128,7 +128,7 @@ var _ = Describe("kubectl-olmv1", Label("cli"), func() {
 		By("install --wait with upgradePolicy Manual reaches Installed and Healthy on 0.1.0")
 		DeferCleanup(func(ctx SpecContext) { _ = dc.Resource(operatorGVR).Delete(ctx, opName, metav1.DeleteOptions{}) })
 		_, errOut, err = kubectlOLMv1(ctx, "install", "example-operator", "--name", opName, "--namespace", installNS,
-			"--upgrade-policy", "Manual", "--wait", "--timeout", "3m")
+			"--upgrade-policy", "Manual", "--upgrade-scope", "AnyVersion", "--wait", "--timeout", "3m")
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(errOut).To(ContainSubstring("operator " + opName + ": installed example-operator.v0.1.0 0.1.0 in namespace " + installNS))
 		op, err := dc.Resource(operatorGVR).Get(ctx, opName, metav1.GetOptions{})

@@ -163,7 +163,8 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 		createCatalog(ctx, "deppy-extra", "extra", pushCatalog(ctx, extra, "deppy-extra", "v1"))
 
 		By("an Operator with an installed older version whose upgrade awaits approval (Manual)")
-		createOperator(ctx, "deppy-manual", map[string]any{"packageName": "deppy-manual", "version": "0.1.0", "upgradePolicy": "Manual"})
+		// upgradeScope AnyVersion: the approval offered is 0.1.0 → 0.2.0, across a 0.x minor.
+		createOperator(ctx, "deppy-manual", map[string]any{"packageName": "deppy-manual", "version": "0.1.0", "upgradePolicy": "Manual", "upgradeScope": "AnyVersion"})
 		waitBundleDeploymentVersion(ctx, "deppy-manual", "0.1.0")
 		_, err := dc.Resource(operatorGVR).Patch(ctx, "deppy-manual", types.MergePatchType, []byte(`{"spec":{"version":""}}`), metav1.PatchOptions{})
 		Expect(err).NotTo(HaveOccurred())

@@ -94,7 +94,9 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 			_, err = ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
 				"metadata": map[string]any{"name": opName},
-				"spec": map[string]any{"packageName": pkg, "channels": []any{"stable"}, "installNamespace": installNS,
+				// upgradeScope AnyVersion: the candidate edge 1.2.0 → 2.0.0 crosses a major, which the
+				// semver guard rails hold back by default.
+				"spec": map[string]any{"packageName": pkg, "channels": []any{"stable"}, "installNamespace": installNS, "upgradeScope": "AnyVersion",
 					"catalogSelector": map[string]any{"matchLabels": map[string]any{selectorKey: catalogName}}},
 			}}, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())

@@ -66,7 +66,9 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 		_, err = ops.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
 			"metadata": map[string]any{"name": opName},
-			"spec":     map[string]any{"packageName": "example-operator"},
+			// upgradeScope AnyVersion: 0.1.0 → 0.2.0 crosses a 0.x minor, which the semver guard
+			// rails hold back by default; this spec follows the catalog's edge.
+			"spec": map[string]any{"packageName": "example-operator", "upgradeScope": "AnyVersion"},
 		}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) { _ = ops.Delete(ctx, opName, metav1.DeleteOptions{}) })
@@ -120,7 +122,8 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 		createServingCatalog(ctx, c, "edges-catalog", pushCatalog(ctx, fbc, "edges-index", "v1"))
 
 		By("installing 0.1.0 with upgradePolicy Manual")
-		createOperator(ctx, c, opName, map[string]any{"packageName": pkg, "version": "0.1.0", "upgradePolicy": "Manual"})
+		// upgradeScope AnyVersion: Manual offers the edge 0.1.0 → 0.2.0, across a 0.x minor.
+		createOperator(ctx, c, opName, map[string]any{"packageName": pkg, "version": "0.1.0", "upgradePolicy": "Manual", "upgradeScope": "AnyVersion"})
 		waitBundleDeploymentRef(ctx, c, opName, img["0.1.0"])
 		waitCondition(ctx, c, operatorNamed(opName), "Installed", "True", 2*time.Minute)
 
@@ -163,7 +166,8 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 		const catalogName, opName = "paused-catalog", "paused-operator"
 		catalogRefs, bundleRefs := pushExampleOperator(ctx, "paused-index")
 		createServingCatalog(ctx, c, catalogName, catalogRefs["0.1.0"])
-		createOperator(ctx, c, opName, map[string]any{"packageName": "example-operator"})
+		// upgradeScope AnyVersion: resuming follows the edge 0.1.0 → 0.2.0, across a 0.x minor.
+		createOperator(ctx, c, opName, map[string]any{"packageName": "example-operator", "upgradeScope": "AnyVersion"})
 		waitBundleDeploymentRef(ctx, c, opName, bundleRefs["0.1.0"])
 		waitCondition(ctx, c, operatorNamed(opName), "Installed", "True", 2*time.Minute)
 

@@ -41,6 +41,9 @@ type operatorOutcome struct {
 	Message  string         `json:"message,omitempty"`
 	// UpgradeAvailable (upgradePolicy Manual) is the bundle an approval would move to.
 	UpgradeAvailable *bundleOutcome `json:"upgradeAvailable,omitempty"`
+	// Waiting is the upgrade the semver guard rails hold back (a newer major, or minor in 0.x), and
+	// why.
+	Waiting *operators.Waiting `json:"waiting,omitempty"`
 	// Skipped names the bundles of its package the cluster cannot run, and why.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -143,6 +146,7 @@ func runResolveCluster(ctx context.Context, o *resolveOptions, set map[string]bo
 		if d.Outcome.UpgradeAvailable != nil {
 			oo.UpgradeAvailable = newBundleOutcome(d.Outcome.UpgradeAvailable)
 		}
+		oo.Waiting = d.Outcome.Waiting
 		out.Operators = append(out.Operators, oo)
 	}
 	if o.output == "text" {
@@ -221,6 +225,9 @@ func printClusterOutcomes(w io.Writer, out clusterOutput) {
 		if a := o.UpgradeAvailable; a != nil {
 			upgrades = append(upgrades, fmt.Sprintf("  %s: version %s (bundle %s from catalog %q); approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
 				o.Name, a.Version, a.Name, a.Catalog, o.Name, a.Version))
+		}
+		if w := o.Waiting; w != nil {
+			notes = append(notes, fmt.Sprintf("note: Operator %s: %s", o.Name, w.Message))
 		}
 		if o.Resolved {
 			for _, s := range o.Skipped {

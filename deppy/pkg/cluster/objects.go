@@ -42,6 +42,7 @@ const (
 	UpgradeConstraintPolicyIgnore = "Ignore"
 	UpgradePolicyManual           = "Manual"
 	DependencyPolicyInstall       = "Install"
+	UpgradeScopeAnyVersion        = "AnyVersion"
 )
 
 // Catalog is what resolution reads of a catalogd Catalog.
@@ -90,6 +91,7 @@ type OperatorSpec struct {
 	UpgradePolicy           string                `json:"upgradePolicy,omitempty"`
 	ApprovedVersion         string                `json:"approvedVersion,omitempty"`
 	DependencyPolicy        string                `json:"dependencyPolicy,omitempty"`
+	UpgradeScope            string                `json:"upgradeScope,omitempty"`
 	Paused                  bool                  `json:"paused,omitempty"`
 	// Source is the Operator's spec.source; with type Bundle the Operator installs a bundle directly
 	// and takes no part in resolution.

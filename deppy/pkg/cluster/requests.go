@@ -33,6 +33,7 @@ func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) (
 			ConstraintPolicy: olm.Enforce, Manual: op.Spec.UpgradePolicy == UpgradePolicyManual,
 			ApprovedVersion: op.Spec.ApprovedVersion, Order: op.CreationTimestamp.UnixNano(),
 			InstallDependencies: op.Spec.DependencyPolicy == DependencyPolicyInstall,
+			AnyVersion:          op.Spec.UpgradeScope == UpgradeScopeAnyVersion,
 		}
 		if op.Spec.UpgradeConstraintPolicy == UpgradeConstraintPolicyIgnore {
 			r.ConstraintPolicy = olm.Ignore
@@ -52,7 +53,7 @@ func Requests(ops []Operator, bds map[string]BundleDeployment, cats []Catalog) (
 			// A paused Operator stays on its installed bundle whatever its spec or the catalogs say;
 			// it still takes part, so that others resolve around what it installed.
 			r.VersionRange, r.Channel, r.Channels = r.Installed.Version, "", nil
-			r.Manual, r.ApprovedVersion, r.ConstraintPolicy = false, "", olm.Enforce
+			r.Manual, r.ApprovedVersion, r.ConstraintPolicy, r.AnyVersion = false, "", olm.Enforce, false
 		}
 		out = append(out, r)
 	}

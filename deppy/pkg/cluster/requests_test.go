@@ -48,14 +48,14 @@ func TestRequests(t *testing.T) {
 		{
 			name: "every field",
 			op: Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", Version: ">=1.0.0 <2", Channel: "fast",
-				UpgradeConstraintPolicy: "Ignore", UpgradePolicy: "Manual", ApprovedVersion: "1.1.0", DependencyPolicy: "Install"}},
+				UpgradeConstraintPolicy: "Ignore", UpgradePolicy: "Manual", ApprovedVersion: "1.1.0", DependencyPolicy: "Install", UpgradeScope: "AnyVersion"}},
 			want: &operators.Request{Name: "a", Package: "a", VersionRange: ">=1.0.0 <2", Channel: "fast", ConstraintPolicy: olm.Ignore,
-				Manual: true, ApprovedVersion: "1.1.0", InstallDependencies: true, Order: metav1.Time{}.UnixNano()},
+				Manual: true, ApprovedVersion: "1.1.0", InstallDependencies: true, AnyVersion: true, Order: metav1.Time{}.UnixNano()},
 		},
 		{
 			name: "paused: pinned to the installed bundle whatever the spec asks",
 			op: Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", Version: ">=2.0.0", Channels: []string{"fast"}, Paused: true,
-				UpgradeConstraintPolicy: "Ignore", UpgradePolicy: "Manual", ApprovedVersion: "2.0.0"}},
+				UpgradeConstraintPolicy: "Ignore", UpgradePolicy: "Manual", ApprovedVersion: "2.0.0", UpgradeScope: "AnyVersion"}},
 			bd: &installedA,
 			want: &operators.Request{Name: "a", Package: "a", VersionRange: "1.0.0", ConstraintPolicy: olm.Enforce,
 				Installed: &operators.Installed{BundleName: "a.v1.0.0", Version: "1.0.0"}, Order: metav1.Time{}.UnixNano()},
@@ -68,7 +68,7 @@ func TestRequests(t *testing.T) {
 		{
 			name: "explicit defaults of the enums",
 			op: Operator{Name: "a", Spec: OperatorSpec{PackageName: "a", UpgradeConstraintPolicy: "Enforce", UpgradePolicy: "Automatic",
-				DependencyPolicy: "Require"}},
+				DependencyPolicy: "Require", UpgradeScope: "SemverCompatible"}},
 			want: &operators.Request{Name: "a", Package: "a", ConstraintPolicy: olm.Enforce, Order: metav1.Time{}.UnixNano()},
 		},
 		{

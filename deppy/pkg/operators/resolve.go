@@ -47,6 +47,10 @@ type Request struct {
 	// come from packages no request names (an Operator is then created for each); otherwise only
 	// from packages that requests name or that are installed.
 	InstallDependencies bool
+	// AnyVersion is true for spec.upgradeScope AnyVersion: automatic upgrades follow every upgrade the
+	// catalogs offer. Otherwise an installed Operator without VersionRange or ApprovedVersion
+	// upgrades by itself only within its version's semver-compatible range (semver.go).
+	AnyVersion bool
 	// Manual is true for spec.upgradePolicy Manual.
 	Manual bool
 	// ApprovedVersion is spec.approvedVersion (Manual only).
@@ -74,6 +78,9 @@ type Outcome struct {
 	// UpgradeAvailable (Manual upgrade policy only) is the bundle resolution would move to if the
 	// upgrade were approved; nil when the Operator is up to date.
 	UpgradeAvailable *Bundle
+	// Waiting is the upgrade the catalogs offer that the semver guard rails hold back (a newer
+	// major, or minor in 0.x), and why; nil when there is none.
+	Waiting *Waiting
 	// Skipped names each bundle of the Operator's package, among those it asks for, that the
 	// cluster cannot run (Options.Cluster), and why: "bundle foo.v2.0.0 skipped: needs
 	// Kubernetes >= 1.40.0 (minKubeVersion), the cluster runs 1.37.2".
@@ -107,7 +114,8 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 	sorted := append([]Request(nil), reqs...)
 	sortRequests(sorted)
 
-	s := &solver{idx: idx, cluster: opts.Cluster, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{}}
+	s := &solver{idx: idx, cluster: opts.Cluster, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{},
+		guards: map[string]*compatRange{}, byName: map[string]Request{}, waiting: map[string]*Waiting{}}
 	var active []Request
 	owner := s.requestedBy
 	for _, r := range sorted {
@@ -122,6 +130,10 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 			continue
 		}
 		active = append(active, r)
+		s.byName[r.Name] = r
+		if g := guardOf(r); g != nil {
+			s.guards[r.Name] = g
+		}
 	}
 
 	// Manual upgrades: first find what every Operator would move to, then keep the Manual ones on
@@ -156,10 +168,10 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 			if len(skipped) > 0 && len(skipped) == total {
 				msg = fmt.Sprintf("no bundle of package %q that Operator %q may install can run on this cluster", r.Package, r.Name)
 			}
-			out[r.Name] = Outcome{Message: msg + skippedNote(r, skipped), Skipped: skipped}
+			out[r.Name] = Outcome{Message: msg + skippedNote(r, skipped), Skipped: skipped, Waiting: s.waiting[r.Name]}
 			continue
 		}
-		o := Outcome{Bundle: bundles[r.Name], Skipped: skipped}
+		o := Outcome{Bundle: bundles[r.Name], Skipped: skipped, Waiting: s.waiting[r.Name]}
 		if a := available[r.Name]; a != nil && (o.Bundle == nil || a.Version != o.Bundle.Version) {
 			o.UpgradeAvailable = a
 		}
@@ -256,6 +268,12 @@ type solver struct {
 	// Operator of its dependency gave way, it takes that Operator's cause, so that a chain of
 	// Operators (a dependency cycle among them, say) all name the requirement that fails.
 	why map[string]cause
+	// guards holds, per request name, the compatible range its automatic upgrades stay in (the
+	// semver guard rails, semver.go); byName holds the requests as asked (before Manual pins).
+	guards map[string]*compatRange
+	byName map[string]Request
+	// waiting holds, per request name, the upgrade the guard rails hold back.
+	waiting map[string]*Waiting
 }
 
 // cause is the first cause of an Operator's failure, and the Operator it comes from.
@@ -310,7 +328,7 @@ func (s *solver) solve(ctx context.Context, reqs []Request) (map[string]*Bundle,
 			}
 			problem.Requirements = append(problem.Requirements, requirement(r))
 		}
-		res, err := (&olm.Resolver{Index: s.idx, Customize: s.onlyOperatorPackages}).Resolve(ctx, problem)
+		res, err := (&olm.Resolver{Index: s.idx, Customize: s.customize}).Resolve(ctx, problem)
 		if err == nil {
 			bundles := map[string]*Bundle{}
 			for _, r := range remaining {

@@ -276,8 +276,9 @@ func TestResolve(t *testing.T) {
 			want: map[string]want{"op-a": {failure: []string{"catalogSelector matches no serving Catalog"}}},
 		},
 		{
+			// AnyVersion: 0.1.0 → 0.2.0 crosses a 0.x minor, which the semver guard rails hold back.
 			name: "Enforce moves one replaces edge from the installed bundle",
-			reqs: []Request{{Name: "op-a", Package: "a", Channel: "stable", Catalogs: []string{"main"}, Installed: inst("a.v0.1.0", "0.1.0")}},
+			reqs: []Request{{Name: "op-a", Package: "a", Channel: "stable", Catalogs: []string{"main"}, AnyVersion: true, Installed: inst("a.v0.1.0", "0.1.0")}},
 			want: map[string]want{"op-a": {bundle: "a.v0.2.0", catalog: "main"}},
 		},
 		{
@@ -297,7 +298,7 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "Manual stays on the installed version and reports the upgrade",
-			reqs: []Request{{Name: "op-a", Package: "a", Channel: "stable", Catalogs: []string{"main"}, Manual: true, Installed: inst("a.v0.1.0", "0.1.0")}},
+			reqs: []Request{{Name: "op-a", Package: "a", Channel: "stable", Catalogs: []string{"main"}, Manual: true, AnyVersion: true, Installed: inst("a.v0.1.0", "0.1.0")}},
 			want: map[string]want{"op-a": {bundle: "a.v0.1.0", catalog: "main", upgrade: "0.2.0"}},
 		},
 		{

@@ -30,6 +30,22 @@ const (
 	UpgradePolicyManual UpgradePolicy = "Manual"
 )
 
+// UpgradeScope says how far upgrades go by themselves from the installed version (the semver guard
+// rails).
+// +kubebuilder:validation:Enum=SemverCompatible;AnyVersion
+type UpgradeScope string
+
+const (
+	// UpgradeScopeSemverCompatible upgrades by itself only to versions semver calls compatible with
+	// the installed one: the same major version from 1.0.0 on, the same minor version in 0.x, and
+	// never in 0.0.x. A newer version beyond that is reported (UpgradeAvailable, reason
+	// SemverGuardRail) and waits for spec.version, spec.approvedVersion or AnyVersion.
+	UpgradeScopeSemverCompatible UpgradeScope = "SemverCompatible"
+	// UpgradeScopeAnyVersion follows every upgrade the catalogs offer (every upgrade edge under
+	// upgradeConstraintPolicy Enforce, any version under Ignore), across major versions too.
+	UpgradeScopeAnyVersion UpgradeScope = "AnyVersion"
+)
+
 // DependencyPolicy says who provides the packages a bundle depends on.
 // +kubebuilder:validation:Enum=Require;Install
 type DependencyPolicy string
@@ -135,8 +151,10 @@ const (
 	// TypeDeprecated is True when the package, the channel or the installed bundle is deprecated in
 	// its catalog; the message carries the catalog's deprecation message.
 	TypeDeprecated = "Deprecated"
-	// TypeUpgradeAvailable is True, with upgradePolicy Manual, when resolution found a newer bundle
-	// than the installed one; the message names the version and the command that approves it.
+	// TypeUpgradeAvailable is True when a newer bundle than the installed one is available and waits:
+	// for approval (upgradePolicy Manual; the message names the version and the command that
+	// approves it), or because it is beyond the semver guard rails (spec.upgradeScope; the message
+	// names the version, why it waits and how to take it).
 	TypeUpgradeAvailable = "UpgradeAvailable"
 )
 
@@ -199,6 +217,11 @@ const (
 	// ReasonUpgradeApproved (UpgradeAvailable=True): spec.approvedVersion names the available
 	// upgrade and it is being installed.
 	ReasonUpgradeApproved = "Approved"
+	// ReasonSemverGuardRail (UpgradeAvailable=True): the catalogs offer an upgrade beyond the
+	// installed version's semver-compatible range (a newer major; a newer minor in 0.x; any newer
+	// 0.0.x), which is not installed by itself: set spec.version to a range that includes it,
+	// approve it (upgradePolicy Manual), or set spec.upgradeScope AnyVersion.
+	ReasonSemverGuardRail = "SemverGuardRail"
 	// ReasonUpToDate (UpgradeAvailable=False): the installed bundle is the best resolvable one.
 	ReasonUpToDate = "UpToDate"
 )
@@ -213,13 +236,14 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || ((!has(self.version) || size(self.version) == 0) && (!has(self.channel) || size(self.channel) == 0) && (!has(self.channels) || size(self.channels) == 0))",message="version, channel and channels select bundles from catalogs and cannot be used with spec.source.type Bundle: the bundle is the one spec.source.bundle.source names; change that reference to install another version"
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || !has(self.catalogSelector)",message="catalogSelector cannot be used with spec.source.type Bundle: nothing is resolved from catalogs; remove it"
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || ((!has(self.upgradePolicy) || self.upgradePolicy != 'Manual') && !has(self.approvedVersion) && (!has(self.upgradeConstraintPolicy) || self.upgradeConstraintPolicy != 'Ignore'))",message="upgradePolicy Manual, approvedVersion and upgradeConstraintPolicy Ignore apply to upgrades from catalogs and cannot be used with spec.source.type Bundle: upgrade by changing spec.source.bundle.source"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || !has(self.upgradeScope) || self.upgradeScope != 'AnyVersion'",message="upgradeScope AnyVersion applies to upgrades from catalogs and cannot be used with spec.source.type Bundle: upgrade by changing spec.source.bundle.source"
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source.type != 'Bundle' || !has(self.dependencyPolicy) || self.dependencyPolicy != 'Install'",message="dependencyPolicy Install cannot be used with spec.source.type Bundle: a direct bundle's dependencies are not resolved; create an Operator for each package it needs"
 type OperatorSpec struct {
 	// source says where the bundle comes from: the Catalogs (type Catalog, the default when source
 	// is not set) or a bundle named directly (type Bundle: an image, git repository or URL, installed
 	// without resolution). With type Bundle, version, channel, channels, catalogSelector,
-	// upgradePolicy Manual, approvedVersion, upgradeConstraintPolicy Ignore and dependencyPolicy
-	// Install are refused: they only make sense for catalogs.
+	// upgradePolicy Manual, approvedVersion, upgradeConstraintPolicy Ignore, upgradeScope AnyVersion
+	// and dependencyPolicy Install are refused: they only make sense for catalogs.
 	// +optional
 	Source *OperatorSource `json:"source,omitempty"`
 
@@ -235,7 +259,9 @@ type OperatorSpec struct {
 	// version is a semver range the installed bundle's version must satisfy, e.g. ">=1.2.0 <2.0.0",
 	// ">=1.2.0, <2.0.0", "1.2.x", "~1.2", "^1", "1.2 - 1.4.5" or "1.2.0 || 1.4.x" (the syntax of
 	// github.com/Masterminds/semver). An exact version such as "1.2.3" pins it.
-	// When empty any version is acceptable.
+	// When empty any version is acceptable for a first install, and an installed version upgrades by
+	// itself only within its semver-compatible range (see upgradeScope); when set, it is honoured as
+	// written, across major versions too.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[ ]*(=|!=|>=|<=|=>|=<|>|<|~>|[~^])?[ ]*v?(0|[1-9][0-9]*|[xX*])([.](0|[1-9][0-9]*|[xX*])){0,2}(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?(([ ]*,[ ]*|[ ]*[|][|][ ]*|[ ]+-[ ]+|[ ]+)(=|!=|>=|<=|=>|=<|>|<|~>|[~^])?[ ]*v?(0|[1-9][0-9]*|[xX*])([.](0|[1-9][0-9]*|[xX*])){0,2}(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?)*[ ]*$')",message="version must be a semver version or range such as 1.2.3, >=1.2.0 <2.0.0, 1.2.x, ~1.2, ^1 or 1.2.0 || 1.4.x"
@@ -285,6 +311,21 @@ type OperatorSpec struct {
 	// +optional
 	// +kubebuilder:default=Automatic
 	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+
+	// upgradeScope says how far upgrades go by themselves from the installed version (the semver
+	// guard rails). SemverCompatible (the default) upgrades only within the installed version's
+	// major version (in 0.x within its minor version; a 0.0.x version never upgrades by itself), as
+	// upstream OLM v1 does: a newer version beyond that is reported by the UpgradeAvailable condition
+	// (reason SemverGuardRail) with the version and why it waits, and is taken by setting
+	// spec.version to a range that includes it (an explicit version or range is always honoured as
+	// written, and replaces the guard rails) or, with upgradePolicy Manual, by approving it.
+	// AnyVersion follows every upgrade the catalogs offer, across major versions too: every upgrade
+	// edge under upgradeConstraintPolicy Enforce, any version under Ignore. It composes with
+	// upgradePolicy: with Manual, AnyVersion offers the next major for approval like any upgrade.
+	// A first install is not concerned: it takes the best version the spec allows.
+	// +optional
+	// +kubebuilder:default=SemverCompatible
+	UpgradeScope UpgradeScope `json:"upgradeScope,omitempty"`
 
 	// approvedVersion (upgradePolicy Manual only) is the exact bundle version that may be installed
 	// next. To approve the version the UpgradeAvailable condition names, run

@@ -129,7 +129,7 @@ func (f *installFlags) directOperator(name string) (*operatorsv1alpha1.Operator,
 		return nil, fmt.Errorf("--format is for --bundle: give the bundle's image or git URL with --bundle")
 	}
 	for flag, set := range map[string]bool{"--version": f.version != "", "--channel": f.channel != "", "--catalog-selector": f.catalogSelector != "",
-		"--upgrade-policy": f.upgradePolicy != "", "--upgrade-constraint-policy": f.constraintPolicy != "",
+		"--upgrade-policy": f.upgradePolicy != "", "--upgrade-constraint-policy": f.constraintPolicy != "", "--upgrade-scope": f.upgradeScope != "",
 		"--dependency-policy": f.dependencyPolicy != "", "--dry-run": f.dryRun, "--name": f.name != ""} {
 		if set {
 			return nil, fmt.Errorf("%s cannot be used with --bundle: a bundle installed directly is not resolved from catalogs (NAME names the Operator; upgrade by changing its spec.source.bundle.source)", flag)

@@ -21,6 +21,7 @@ const ownerNameLabel = "operators.operatorframework.io/owner-name"
 type installFlags struct {
 	name, version, channel, namespace string
 	upgradePolicy, constraintPolicy   string
+	upgradeScope                      string
 	catalogSelector, dependencyPolicy string
 	watchNamespaces                   []string
 	bundle, format                    string
@@ -55,7 +56,13 @@ ending in .git, ssh://, git://, file:// or git@host:path, optionally #branch=B, 
 .tar.gz. --format says what it holds: RegistryV1 (default), Plain, Helm or Kustomize. The
 dependencies such a bundle declares are not installed; upgrade it by changing the reference
 (kubectl edit operator NAME). --version, --channel, --catalog-selector, --upgrade-policy,
---upgrade-constraint-policy, --dependency-policy, --name and --dry-run are for catalog installs.`,
+--upgrade-constraint-policy, --upgrade-scope, --dependency-policy, --name and --dry-run are for
+catalog installs.
+
+Upgrades happen by themselves only within the installed version's major version (in 0.x within its
+minor version; never in 0.0.x): a newer major waits, shown by the UpgradeAvailable condition (reason
+SemverGuardRail) and by kubectl olmv1 status, until spec.version includes it. --upgrade-scope
+AnyVersion follows every upgrade the catalogs offer instead; a --version range is honoured as given.`,
 		Example: `  kubectl olmv1 install cert-manager --wait
   kubectl olmv1 install my-operator --version ">=1.0.0 <2.0.0" --channel stable --namespace my-operator-system
   kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod
@@ -89,6 +96,7 @@ dependencies such a bundle declares are not installed; upgrade it by changing th
 	f.StringSliceVar(&inf.watchNamespaces, "watch-namespace", nil, "namespaces the operator watches (repeatable; default: all)")
 	f.StringVar(&inf.upgradePolicy, "upgrade-policy", "", "Automatic (default) or Manual (upgrades wait for `kubectl olmv1 approve`)")
 	f.StringVar(&inf.constraintPolicy, "upgrade-constraint-policy", "", "Enforce (default: follow the catalog's upgrade edges) or Ignore")
+	f.StringVar(&inf.upgradeScope, "upgrade-scope", "", "SemverCompatible (default: upgrade by itself only within the installed major version, in 0.x within its minor) or AnyVersion (follow every upgrade the catalogs offer)")
 	f.StringVar(&inf.catalogSelector, "catalog-selector", "", "label selector of the Catalogs to install from, e.g. tier=prod")
 	f.StringVar(&inf.dependencyPolicy, "dependency-policy", "", "Require (default: another Operator must install each dependency) or Install (operator-controller creates them)")
 	f.BoolVar(&inf.wait, "wait", false, "wait until the Operator is Installed and Healthy")
@@ -113,7 +121,7 @@ func (f *installFlags) operator(pkg string) (*operatorsv1alpha1.Operator, error)
 		Spec: operatorsv1alpha1.OperatorSpec{
 			PackageName: pkg, Version: f.version, Channel: f.channel, InstallNamespace: f.namespace, WatchNamespaces: f.watchNamespaces,
 			UpgradePolicy: operatorsv1alpha1.UpgradePolicy(f.upgradePolicy), UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicy(f.constraintPolicy),
-			DependencyPolicy: operatorsv1alpha1.DependencyPolicy(f.dependencyPolicy),
+			DependencyPolicy: operatorsv1alpha1.DependencyPolicy(f.dependencyPolicy), UpgradeScope: operatorsv1alpha1.UpgradeScope(f.upgradeScope),
 		},
 	}
 	if f.catalogSelector != "" {

@@ -56,7 +56,7 @@ func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
 		Spec: cluster.OperatorSpec{
 			PackageName: s.PackageName, Version: s.Version, Channel: s.Channel, Channels: s.Channels, Paused: s.Paused, CatalogSelector: s.CatalogSelector,
 			UpgradeConstraintPolicy: string(s.UpgradeConstraintPolicy), UpgradePolicy: string(s.UpgradePolicy),
-			ApprovedVersion: s.ApprovedVersion, DependencyPolicy: string(s.DependencyPolicy),
+			ApprovedVersion: s.ApprovedVersion, DependencyPolicy: string(s.DependencyPolicy), UpgradeScope: string(s.UpgradeScope),
 			Source: operatorSource(s.Source),
 		},
 	}

@@ -284,23 +284,38 @@ func setDeprecated(op *operatorsv1alpha1.Operator, b *operators.Bundle, set setF
 	set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "))
 }
 
-// setUpgradeAvailable reports, for upgradePolicy Manual, an upgrade awaiting approval, one approved
-// and being installed (installed is not known to be at the resolved version yet), or none.
+// setUpgradeAvailable reports an upgrade that waits: for approval (upgradePolicy Manual: awaiting
+// it, or approved and being installed, as long as installed is not known to be at the resolved
+// version), or because the semver guard rails hold it back (spec.upgradeScope SemverCompatible); or
+// none.
 func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *operators.Outcome, installed installation, set setFunc) {
+	var waiting *operators.Waiting
+	if o != nil {
+		waiting = o.Waiting
+	}
 	if op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyManual {
+		if waiting != nil {
+			set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonSemverGuardRail, waitingMessage(waiting))
+			return
+		}
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
-			"upgradePolicy is Automatic: upgrades are installed as soon as they resolve")
+			"upgradePolicy is Automatic: upgrades within the installed version's semver-compatible range (spec.upgradeScope) are installed as soon as they resolve")
 		return
 	}
 	switch {
 	case o != nil && o.UpgradeAvailable != nil:
 		a := o.UpgradeAvailable
-		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeAwaitingApproval,
-			fmt.Sprintf("version %s (bundle %s from catalog %q) is available; approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
-				a.Version, a.Name, a.Catalog, op.Name, a.Version))
+		msg := fmt.Sprintf("version %s (bundle %s from catalog %q) is available; approve it with: kubectl patch operator %s --type=merge -p '{\"spec\":{\"approvedVersion\":\"%s\"}}'",
+			a.Version, a.Name, a.Catalog, op.Name, a.Version)
+		if waiting != nil {
+			msg += ". Also: " + waitingMessage(waiting)
+		}
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeAwaitingApproval, msg)
 	case o != nil && o.Bundle != nil && op.Spec.ApprovedVersion != "" && installed.something() && !installed.hasVersion(o.Bundle.Version):
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeApproved,
 			fmt.Sprintf("version %s is approved and being installed", o.Bundle.Version))
+	case waiting != nil:
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonSemverGuardRail, waitingMessage(waiting))
 	case o != nil && o.Bundle != nil:
 		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,
 			fmt.Sprintf("version %s is the best resolvable version", o.Bundle.Version))
@@ -310,6 +325,12 @@ func setUpgradeAvailable(op *operatorsv1alpha1.Operator, o *operators.Outcome, i
 			set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate, "no bundle is resolved")
 		}
 	}
+}
+
+// waitingMessage is the UpgradeAvailable message of an upgrade the semver guard rails hold back:
+// resolution's sentence (the version, why it waits, how to take it) and the bundle.
+func waitingMessage(w *operators.Waiting) string {
+	return fmt.Sprintf("%s; bundle %s from catalog %q", w.Message, w.Name, w.Catalog)
 }
 
 // setPaused reports spec.paused. The condition's lastTransitionTime says since when.

@@ -187,6 +187,23 @@ func TestSetStatus(t *testing.T) {
 	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionFalse || c.Reason != operatorsv1alpha1.ReasonUpToDate {
 		t.Errorf("UpgradeAvailable %+v", c)
 	}
+
+	// The semver guard rails: a waiting upgrade is reported with the Automatic policy too, and after
+	// the one awaiting approval with Manual.
+	waiting := &operators.Waiting{Name: "p.v2", Version: "2.0.0", Catalog: "c", Message: "2.0.0 is available but waits: automatic upgrades stay within major 1 (…)"}
+	for _, manual := range []bool{false, true} {
+		op = newOp(manual)
+		setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1, Waiting: waiting}})
+		if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Status != metav1.ConditionTrue || c.Reason != operatorsv1alpha1.ReasonSemverGuardRail ||
+			!strings.Contains(c.Message, "2.0.0 is available but waits: automatic upgrades stay within major 1") || !strings.Contains(c.Message, `bundle p.v2 from catalog "c"`) {
+			t.Errorf("manual %v: UpgradeAvailable %+v", manual, c)
+		}
+	}
+	setStatus(op, observations{outcome: &operators.Outcome{Bundle: b1, Waiting: waiting, UpgradeAvailable: &operators.Bundle{Name: "p.v1.1", Version: "1.1.0", Catalog: "c"}}})
+	if c := cond(op, operatorsv1alpha1.TypeUpgradeAvailable); c.Reason != operatorsv1alpha1.ReasonUpgradeAwaitingApproval ||
+		!strings.Contains(c.Message, `"approvedVersion":"1.1.0"`) || !strings.Contains(c.Message, "Also: 2.0.0 is available but waits") {
+		t.Errorf("UpgradeAvailable %+v", c)
+	}
 }
 
 // The Operator's Installed condition carries the BundleDeployment's own reason and message whenever

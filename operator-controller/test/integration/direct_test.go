@@ -25,6 +25,7 @@ func TestDirectBundleValidation(t *testing.T) {
 		{Name: "catalog source stated", Spec: apiservertest.SpecWith(minimalSpec, "source", `{type: Catalog}`)},
 		{Name: "defaults of catalog fields are allowed", Spec: apiservertest.SpecWith(apiservertest.SpecWith(apiservertest.SpecWith(
 			directSpec, "upgradePolicy", "Automatic"), "upgradeConstraintPolicy", "Enforce"), "dependencyPolicy", "Require")},
+		{Name: "the default upgradeScope is allowed", Spec: direct("upgradeScope", "SemverCompatible")},
 
 		{Name: "Bundle needs bundle", Spec: `source: {type: Bundle}`,
 			WantErrs: []string{"bundle is required when type is Bundle: set spec.source.bundle.source"}},
@@ -52,6 +53,8 @@ func TestDirectBundleValidation(t *testing.T) {
 			WantErrs: []string{"upgradePolicy Manual, approvedVersion and upgradeConstraintPolicy Ignore apply to upgrades from catalogs"}},
 		{Name: "upgradeConstraintPolicy Ignore with Bundle", Spec: direct("upgradeConstraintPolicy", "Ignore"),
 			WantErrs: []string{"upgradePolicy Manual, approvedVersion and upgradeConstraintPolicy Ignore apply to upgrades from catalogs"}},
+		{Name: "upgradeScope AnyVersion with Bundle", Spec: direct("upgradeScope", "AnyVersion"),
+			WantErrs: []string{"upgradeScope AnyVersion applies to upgrades from catalogs and cannot be used with spec.source.type Bundle: upgrade by changing spec.source.bundle.source"}},
 		{Name: "dependencyPolicy Install with Bundle", Spec: direct("dependencyPolicy", "Install"),
 			WantErrs: []string{"dependencyPolicy Install cannot be used with spec.source.type Bundle: a direct bundle's dependencies are not resolved; create an Operator for each package it needs"}},
 	})

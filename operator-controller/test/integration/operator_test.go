@@ -34,6 +34,7 @@ channel: stable-v0.6
 catalogSelector: {matchLabels: {tier: prod}, matchExpressions: [{key: team, operator: In, values: [a, b]}]}
 upgradeConstraintPolicy: Ignore
 upgradePolicy: Manual
+upgradeScope: AnyVersion
 approvedVersion: 0.6.1
 installNamespace: argocd
 watchNamespaces: [team-a, team-b]
@@ -56,6 +57,8 @@ dependencyPolicy: Install
 			WantErrs: []string{"progressDeadline must be a duration of at least 1s"}},
 		{Name: "upgradeFailurePolicy must be known", Spec: with("upgradeFailurePolicy", "Retry"),
 			WantErrs: []string{`spec.upgradeFailurePolicy: Unsupported value: "Retry"`}},
+		{Name: "upgradeScope must be known", Spec: with("upgradeScope", `SameMajor`),
+			WantErrs: []string{`spec.upgradeScope: Unsupported value: "SameMajor"`}},
 		{Name: "dependencyPolicy must be known", Spec: with("dependencyPolicy", `Always`),
 			WantErrs: []string{`spec.dependencyPolicy: Unsupported value: "Always"`}},
 		{Name: "collisionPolicy None", Spec: with("collisionPolicy", `None`)},
@@ -131,6 +134,7 @@ func TestOperatorDefaults(t *testing.T) {
 		"collisionPolicy":         string(rukpakv1alpha1.CollisionPolicyPrevent),
 		"deletionPolicy":          string(rukpakv1alpha1.DeletionPolicyDelete),
 		"dependencyPolicy":        string(operatorsv1alpha1.DependencyPolicyRequire),
+		"upgradeScope":            string(operatorsv1alpha1.UpgradeScopeSemverCompatible),
 	} {
 		if got, _, _ := unstructured.NestedString(obj.Object, "spec", field); got != want {
 			t.Errorf("spec.%s defaults to %q, want %q", field, got, want)

@@ -57,6 +57,8 @@ func TestOperatorInstallsResolvedBundle(t *testing.T) {
 	}
 }
 
+// TestCatalogUpdateMovesBundleDeployment: a catalog update offering a successor within the installed
+// version's semver-compatible range (0.1.0 → 0.1.1) moves the BundleDeployment by itself.
 func TestCatalogUpdateMovesBundleDeployment(t *testing.T) {
 	serveCatalog(t, "update", "v1", packageFBC("beta", bundleFBC{version: "0.1.0"}), nil)
 	createOperator(t, "beta-op", operatorsv1alpha1.OperatorSpec{PackageName: "beta"})
@@ -65,11 +67,11 @@ func TestCatalogUpdateMovesBundleDeployment(t *testing.T) {
 	waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
 
 	reads := cache.Reads()
-	serveCatalog(t, "update", "v2", packageFBC("beta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.2.0", replaces: "0.1.0"}), nil)
+	serveCatalog(t, "update", "v2", packageFBC("beta", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.1.1", replaces: "0.1.0"}), nil)
 	start := time.Now()
-	bd := waitForBDImage(t, "beta-op", image("beta", "0.2.0"))
-	t.Logf("BundleDeployment moved to 0.2.0 %v after the content hash changed", time.Since(start))
-	if bd.Annotations[controller.AnnotationBundleVersion] != "0.2.0" {
+	bd := waitForBDImage(t, "beta-op", image("beta", "0.1.1"))
+	t.Logf("BundleDeployment moved to 0.1.1 %v after the content hash changed", time.Since(start))
+	if bd.Annotations[controller.AnnotationBundleVersion] != "0.1.1" {
 		t.Errorf("annotations %v", bd.Annotations)
 	}
 	if cache.Reads() <= reads {
@@ -81,8 +83,8 @@ func TestCatalogUpdateMovesBundleDeployment(t *testing.T) {
 		t.Errorf("installedBundle during the upgrade: %+v", op.Status.InstalledBundle)
 	}
 	playRukpak(t, "beta-op", true, true)
-	op = waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "beta.v0.2.0")
-	if op.Status.InstalledBundle.Version != "0.2.0" {
+	op = waitForCondition(t, "beta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded, "beta.v0.1.1")
+	if op.Status.InstalledBundle.Version != "0.1.1" {
 		t.Errorf("installedBundle %+v", op.Status.InstalledBundle)
 	}
 }
@@ -120,7 +122,10 @@ func TestUpgradeEdgesAndPolicies(t *testing.T) {
 		`{"schema":"olm.bundle","package":"delta","name":"delta.v1.0.0","image":"` + image("delta", "1.0.0") +
 		`","properties":[{"type":"olm.package","value":{"packageName":"delta","version":"1.0.0"}}]}` + "\n"
 	serveCatalog(t, "edges", "h1", packageFBC("delta", bundleFBC{version: "0.1.0"}), nil)
-	createOperator(t, "delta-op", operatorsv1alpha1.OperatorSpec{PackageName: "delta", UpgradePolicy: operatorsv1alpha1.UpgradePolicyManual})
+	// upgradeScope AnyVersion: the test is about upgrade edges and approval, and 0.1.0 → 0.2.0
+	// crosses a 0.x minor, which the semver guard rails would hold back (TestSemverGuardRails).
+	createOperator(t, "delta-op", operatorsv1alpha1.OperatorSpec{PackageName: "delta", UpgradePolicy: operatorsv1alpha1.UpgradePolicyManual,
+		UpgradeScope: operatorsv1alpha1.UpgradeScopeAnyVersion})
 	waitForBDImage(t, "delta-op", image("delta", "0.1.0"))
 	playRukpak(t, "delta-op", true, true)
 	waitForCondition(t, "delta-op", operatorsv1alpha1.TypeInstalled, metav1.ConditionTrue, operatorsv1alpha1.ReasonInstallationSucceeded)
@@ -222,7 +227,8 @@ func TestOnePackageOneOperator(t *testing.T) {
 
 // TestSeedCatalogUpdateWithExampleOperator is demo 1 of issue 8 with the e2e fixtures
 // (e2e/testdata/example-operator): index 0.1.0 installs bundle 0.1.0; the catalog moving to index
-// 0.2.0 moves the same BundleDeployment to bundle 0.2.0.
+// 0.2.0 moves the same BundleDeployment to bundle 0.2.0. The Operator sets upgradeScope AnyVersion:
+// 0.1.0 → 0.2.0 crosses a 0.x minor, which the semver guard rails hold back by default.
 func TestSeedCatalogUpdateWithExampleOperator(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "..", "e2e", "testdata", "example-operator", "catalogs")
 	read := func(index string) string {
@@ -233,7 +239,7 @@ func TestSeedCatalogUpdateWithExampleOperator(t *testing.T) {
 		return string(data)
 	}
 	serveCatalog(t, "example-catalog", "sha256:index-0.1.0", read("index-0.1.0"), nil)
-	createOperator(t, "example-operator", operatorsv1alpha1.OperatorSpec{PackageName: "example-operator"})
+	createOperator(t, "example-operator", operatorsv1alpha1.OperatorSpec{PackageName: "example-operator", UpgradeScope: operatorsv1alpha1.UpgradeScopeAnyVersion})
 	bd := waitForBDImage(t, "example-operator", "registry.invalid/bundles/example-operator:0.1.0")
 	if bd.Spec.ProvisionerClassName != rukpakv1alpha1.ProvisionerRegistry || bd.Spec.InstallNamespace != "example-operator-system" {
 		t.Errorf("BundleDeployment spec: provisioner %s, namespace %s", bd.Spec.ProvisionerClassName, bd.Spec.InstallNamespace)
