@@ -135,32 +135,19 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 			"0.1.0": pushBundleAs(ctx, "0.1.0", "deppy-cluster:0.1.0"),
 			"0.2.0": pushBundleAs(ctx, "0.2.0", "deppy-cluster:0.2.0"),
 		}
-		channel := func(pkg string, versions ...string) string {
-			var entries []string
-			prev := ""
-			for _, v := range versions {
-				e := fmt.Sprintf(`{"name":"%s.v%s"`, pkg, v)
-				if prev != "" {
-					e += fmt.Sprintf(`,"replaces":"%s.v%s"`, pkg, prev)
-				}
-				entries = append(entries, e+"}")
-				prev = v
-			}
-			return fmt.Sprintf(`{"schema":"olm.package","name":%q,"defaultChannel":"stable"}
-{"schema":"olm.channel","package":%q,"name":"stable","entries":[%s]}
-`, pkg, pkg, strings.Join(entries, ","))
+		missingAPI := gvkProperty("olm.gvk.required", "missing.example.olmv1.io", "v1", "Nothing")
+		needsFresh := fbcProperty{Type: "olm.package.required", Value: map[string]string{"packageName": "deppy-fresh", "versionRange": ">=0.1.0"}}
+		main := newFixtureCatalog()
+		for _, pkg := range []string{"deppy-fresh", "deppy-manual"} {
+			main.Package(pkg, "stable").Channel(pkg, "stable", "0.1.0", "0.2.0").Bundle(pkg, "0.1.0", img["0.1.0"]).Bundle(pkg, "0.2.0", img["0.2.0"])
 		}
-		missingAPI := `{"type":"olm.gvk.required","value":{"group":"missing.example.olmv1.io","version":"v1","kind":"Nothing"}}`
-		needsFresh := `{"type":"olm.package.required","value":{"packageName":"deppy-fresh","versionRange":">=0.1.0"}}`
-		main := channel("deppy-fresh", "0.1.0", "0.2.0") + fbcBundle("deppy-fresh", "0.1.0", img["0.1.0"], "") + fbcBundle("deppy-fresh", "0.2.0", img["0.2.0"], "") +
-			channel("deppy-manual", "0.1.0", "0.2.0") + fbcBundle("deppy-manual", "0.1.0", img["0.1.0"], "") + fbcBundle("deppy-manual", "0.2.0", img["0.2.0"], "") +
-			channel("deppy-needs-api", "1.0.0") + fbcBundle("deppy-needs-api", "1.0.0", img["0.1.0"], missingAPI) +
-			channel("deppy-needs-fresh", "1.0.0") + fbcBundle("deppy-needs-fresh", "1.0.0", img["0.1.0"], needsFresh)
-		extra := channel("deppy-extra", "1.0.0") + fbcBundle("deppy-extra", "1.0.0", img["0.1.0"], "")
+		main.SingleBundlePackage("deppy-needs-api", "1.0.0", img["0.1.0"], missingAPI).
+			SingleBundlePackage("deppy-needs-fresh", "1.0.0", img["0.1.0"], needsFresh)
+		extra := newFixtureCatalog().SingleBundlePackage("deppy-extra", "1.0.0", img["0.1.0"])
 
 		By("two Catalogs: main and extra, labelled olmv1.io/deppy-e2e")
-		createCatalog(ctx, "deppy-main", "main", pushCatalog(ctx, main, "deppy-main", "v1"))
-		createCatalog(ctx, "deppy-extra", "extra", pushCatalog(ctx, extra, "deppy-extra", "v1"))
+		createCatalog(ctx, "deppy-main", "main", main.Push(ctx, "deppy-main", "v1"))
+		createCatalog(ctx, "deppy-extra", "extra", extra.Push(ctx, "deppy-extra", "v1"))
 
 		By("an Operator with an installed older version whose upgrade awaits approval (Manual)")
 		// upgradeScope AnyVersion: the approval offered is 0.1.0 → 0.2.0, across a 0.x minor.

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,15 +71,6 @@ func pushGadgetOperator(ctx context.Context) (catalog string, bundles map[string
 	fbc, err := os.ReadFile(filepath.Join(dir, "catalog", "catalog.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	return pushCatalog(ctx, strings.ReplaceAll(string(fbc), "registry.invalid", env.registry.Addr), "gadget-index", "v1"), bundles
-}
-
-// fbcBundle renders an olm.bundle blob (JSON) with extra properties (JSON objects joined by commas).
-func fbcBundle(pkg, version, image, extra string) string {
-	props := fmt.Sprintf(`{"type":"olm.package","value":{"packageName":%q,"version":%q}}`, pkg, version)
-	if extra != "" {
-		props += "," + extra
-	}
-	return fmt.Sprintf(`{"schema":"olm.bundle","package":%q,"name":"%s.v%s","image":%q,"properties":[%s]}`+"\n", pkg, pkg, version, image, props)
 }
 
 // pushCompositeOperator pushes the composite fixture's bundles (e2e/testdata/composite-operator:

@@ -72,11 +72,10 @@ var _ = Describe("Operator lifecycle", Label("lifecycle"), func() {
 			img := lcoPushGadgetBundles(ctx, "lifecycle-gadget", "1.0.0", "1.2.0", "2.0.0")
 			// stable: 1.0.0 → 1.2.0; candidate, the default channel: 1.0.0 → 1.2.0 → 2.0.0. Only
 			// candidate has an edge to 2.0.0, the highest version of the package.
-			fbc := `{"schema":"olm.package","name":"gadget-operator","defaultChannel":"candidate"}
-{"schema":"olm.channel","package":"gadget-operator","name":"stable","entries":[{"name":"gadget-operator.v1.0.0"},{"name":"gadget-operator.v1.2.0","replaces":"gadget-operator.v1.0.0"}]}
-{"schema":"olm.channel","package":"gadget-operator","name":"candidate","entries":[{"name":"gadget-operator.v1.0.0"},{"name":"gadget-operator.v1.2.0","replaces":"gadget-operator.v1.0.0"},{"name":"gadget-operator.v2.0.0","replaces":"gadget-operator.v1.2.0"}]}
-` + fbcBundle(pkg, "1.0.0", img["1.0.0"], "") + fbcBundle(pkg, "1.2.0", img["1.2.0"], "") + fbcBundle(pkg, "2.0.0", img["2.0.0"], "")
-			catalogRef := pushCatalog(ctx, fbc, "lifecycle-channels", "v1")
+			catalogRef := newFixtureCatalog().Package(pkg, "candidate").
+				Channel(pkg, "stable", "1.0.0", "1.2.0").Channel(pkg, "candidate", "1.0.0", "1.2.0", "2.0.0").
+				Bundle(pkg, "1.0.0", img["1.0.0"]).Bundle(pkg, "1.2.0", img["1.2.0"]).Bundle(pkg, "2.0.0", img["2.0.0"]).
+				Push(ctx, "lifecycle-channels", "v1")
 
 			By("a Catalog labelled for this spec (the Operator selects only it), served")
 			catalogs := dc.Resource(catalogGVR)

@@ -115,11 +115,10 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 			"1.0.0": pushBundleAs(ctx, "0.2.0", "edges-operator:1.0.0"),
 		}
 		// stable: 0.1.0 → 0.2.0 (replaces); fast: 1.0.0, with no edge from 0.1.0 or 0.2.0.
-		fbc := `{"schema":"olm.package","name":"edges-operator","defaultChannel":"stable"}
-{"schema":"olm.channel","package":"edges-operator","name":"stable","entries":[{"name":"edges-operator.v0.1.0"},{"name":"edges-operator.v0.2.0","replaces":"edges-operator.v0.1.0"}]}
-{"schema":"olm.channel","package":"edges-operator","name":"fast","entries":[{"name":"edges-operator.v1.0.0"}]}
-` + fbcBundle(pkg, "0.1.0", img["0.1.0"], "") + fbcBundle(pkg, "0.2.0", img["0.2.0"], "") + fbcBundle(pkg, "1.0.0", img["1.0.0"], "")
-		createServingCatalog(ctx, c, "edges-catalog", pushCatalog(ctx, fbc, "edges-index", "v1"))
+		catalogRef := newFixtureCatalog().Package(pkg, "stable").Channel(pkg, "stable", "0.1.0", "0.2.0").Channel(pkg, "fast", "1.0.0").
+			Bundle(pkg, "0.1.0", img["0.1.0"]).Bundle(pkg, "0.2.0", img["0.2.0"]).Bundle(pkg, "1.0.0", img["1.0.0"]).
+			Push(ctx, "edges-index", "v1")
+		createServingCatalog(ctx, c, "edges-catalog", catalogRef)
 
 		By("installing 0.1.0 with upgradePolicy Manual")
 		// upgradeScope AnyVersion: Manual offers the edge 0.1.0 → 0.2.0, across a 0.x minor.

@@ -81,6 +81,18 @@ func imageCases(digest string) []Case {
 			WantErrs: []string{"spec.source.image.pollInterval", "pollInterval must be a positive duration"}},
 		{Name: "image.pullSecret must be a Secret name", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", pullSecret: My_Secret}}`,
 			WantErrs: []string{"spec.source.image.pullSecret", "should match"}},
+
+		{Name: "image.verify with cosign keys", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {provider: Cosign, cosign: {secretRef: {name: catalog-keys}}}}}`},
+		{Name: "image.verify.provider is required", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {cosign: {secretRef: {name: k}}}}}`,
+			WantErrs: []string{"spec.source.image.verify.provider: Required value"}},
+		{Name: "image.verify.provider must be a known one", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {provider: Notation}}}`,
+			WantErrs: []string{`spec.source.image.verify.provider: Unsupported value: "Notation"`}},
+		{Name: "image.verify Cosign requires cosign", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {provider: Cosign}}}`,
+			WantErrs: []string{"cosign is required when provider is Cosign"}},
+		{Name: "image.verify.cosign requires secretRef (keyless is not implemented)", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {provider: Cosign, cosign: {}}}}`,
+			WantErrs: []string{"secretRef is required", "keyless verification is not supported yet"}},
+		{Name: "image.verify.cosign.secretRef.name must be a Secret name", Spec: `{type: Image, image: {ref: "quay.io/org/catalog:latest", verify: {provider: Cosign, cosign: {secretRef: {name: My_Keys}}}}}`,
+			WantErrs: []string{"spec.source.image.verify.cosign.secretRef.name", "should match"}},
 	}
 }
 
