@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,9 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
+
+// waitingVersionRE reads the version of an UpgradeAvailable message of reason SemverGuardRail
+// ("2.0.0 is available but waits: …").
+var waitingVersionRE = regexp.MustCompile(`^(\S+) is available but waits`)
 
 // conditionStatus returns the status of a condition ("" when absent), or "Unknown" when it does not
 // describe generation (0: any generation).
@@ -61,17 +67,36 @@ func failing(op *operatorsv1alpha1.Operator) string {
 }
 
 func newStatusCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var target olm.Cluster
+	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show Operators: installed and resolved versions, conditions, pending upgrades (users)",
+		Long: `Shows the Operators: installed and resolved versions, conditions and pending upgrades (an upgrade
+awaiting approval, or a newer major version the semver guard rails hold back).
+
+With --cluster-version (and/or --openshift-version) it checks a cluster upgrade instead: for every
+installed Operator (or NAME), whether its installed bundle allows that Kubernetes version (the CSV's
+minKubeVersion, olm.minKubeVersion) and OpenShift version (olm.maxOpenShiftVersion), with the check
+resolution uses to skip bundles. The bundle is read from the serving catalogs; one that no catalog
+serves any more is checked with the properties recorded in its status (Unknown for Kubernetes: the
+CSV is not recorded). Exit status 1 when an installed bundle blocks the version.`,
 		Example: `  kubectl olmv1 status
   kubectl olmv1 status my-operator
-  kubectl olmv1 status my-operator -o yaml`,
+  kubectl olmv1 status my-operator -o yaml
+  kubectl olmv1 status --cluster-version 1.38.0
+  kubectl olmv1 status --cluster-version 1.31.0 --openshift-version 4.18`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.Client()
 			if err != nil {
 				return err
+			}
+			if target.Known() {
+				name := ""
+				if len(args) == 1 {
+					name = args[0]
+				}
+				return o.checkClusterVersion(cmd.Context(), c, name, target)
 			}
 			if len(args) == 1 {
 				op := &operatorsv1alpha1.Operator{}
@@ -94,6 +119,9 @@ func newStatusCommand(o *options) *cobra.Command {
 			return o.Print(list, func() *output.Table { return operatorTable(list.Items) })
 		},
 	}
+	cmd.Flags().StringVar(&target.KubeVersion, "cluster-version", "", "check whether every installed Operator's bundle allows this Kubernetes `version` (e.g. 1.38.0) before a cluster upgrade; exit status 1 when one does not")
+	cmd.Flags().StringVar(&target.OpenShiftVersion, "openshift-version", "", "check whether every installed Operator's bundle allows this OpenShift `version` (olm.maxOpenShiftVersion, e.g. 4.18)")
+	return cmd
 }
 
 func operatorTable(ops []operatorsv1alpha1.Operator) *output.Table {
@@ -109,7 +137,11 @@ func operatorTable(ops []operatorsv1alpha1.Operator) *output.Table {
 		upgrade := ""
 		if u := meta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeUpgradeAvailable); u != nil && u.Status == metav1.ConditionTrue {
 			upgrade = u.Reason
-			if v := awaitingVersion(u.Message); v != "" {
+			v := awaitingVersion(u.Message)
+			if m := waitingVersionRE.FindStringSubmatch(u.Message); v == "" && m != nil {
+				v = m[1] // held back by the semver guard rails
+			}
+			if v != "" {
 				upgrade = v + " (" + u.Reason + ")"
 			}
 		}

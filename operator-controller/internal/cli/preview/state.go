@@ -73,6 +73,25 @@ func (st *State) resolve(ctx context.Context, ops []operatorsv1alpha1.Operator) 
 	return out
 }
 
+// InstalledCatalogBundle returns the catalogs' bundle that op's status.installedBundle names (its
+// catalog, package and name; any serving catalog when the catalog is not recorded), nil when no
+// serving catalog has it or op installs nothing from a catalog.
+func (st *State) InstalledCatalogBundle(op *operatorsv1alpha1.Operator) *olm.Bundle {
+	ib := op.Status.InstalledBundle
+	if ib == nil || ib.Name == "" {
+		return nil
+	}
+	if b := st.idx.Bundle(ib.Catalog, op.Spec.PackageName, ib.Name); b != nil {
+		return b
+	}
+	for _, b := range st.idx.Bundles(op.Spec.PackageName) {
+		if b.Name == ib.Name {
+			return b
+		}
+	}
+	return nil
+}
+
 func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
