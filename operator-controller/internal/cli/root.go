@@ -20,6 +20,7 @@ import (
 
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/author"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
+	"github.com/olmv1/olmv1/operator-controller/internal/cli/migrate"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 )
 
@@ -86,6 +87,7 @@ container engine (registry credentials come from the docker config file).`,
 	root.AddCommand(bundle, catalog, newSearchCommand(o), newInstallCommand(o), newStatusCommand(o),
 		newApproveCommand(o), newUpgradeCommand(o), newUninstallCommand(o),
 		newPauseCommand(o, pausableOperator, true), newPauseCommand(o, pausableOperator, false))
+	root.AddCommand(migrate.NewCommand(o.Options))
 	return root
 }
 
