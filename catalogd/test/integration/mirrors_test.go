@@ -3,28 +3,17 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/controller"
-	"github.com/olmv1/olmv1/catalogd/internal/replica"
-	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
@@ -62,33 +51,7 @@ func TestCatalogFromRegistryMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	content := httptest.NewServer(&serve.Handler{Store: store})
-	t.Cleanup(content.Close)
-	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{
-		Scheme:     suite.Client.Scheme(),
-		Logger:     logr.Discard(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&catalogdv1alpha1.Catalog{}: {Label: labels.SelectorFromSet(labels.Set{mirrorsLabel: "true"})},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &controller.CatalogReconciler{Client: mgr.GetClient(), Loader: replica.NewLoader(unpacker, store, ""), ContentBaseURL: content.URL}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startCatalogManager(t, mirrorsLabel, unpacker, store, "")
 
 	ref := src.Host + "/catalogs/demo@" + digest
 	const name = "from-mirror"

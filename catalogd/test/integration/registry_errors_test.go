@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,20 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/controller"
-	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -242,39 +232,7 @@ func TestCatalogRegistryBusyThenDown(t *testing.T) {
 	unpacker := unpackertest.New(t)
 	unpacker.Route(real, rukpakv1alpha1.SourceTypeImage)
 	unpacker.OnUnpack(attempts.start)
-	content := httptest.NewServer(&serve.Handler{Store: store})
-	t.Cleanup(content.Close)
-
-	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{
-		Scheme:  suite.Client.Scheme(),
-		Logger:  logr.Discard(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// The controller is named "catalog" in every run of this test (go test -count=2).
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&catalogdv1alpha1.Catalog{}: {Label: labels.SelectorFromSet(labels.Set{registryErrorsLabel: "true"})},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &controller.CatalogReconciler{
-		Client:         mgr.GetClient(),
-		Loader:         replica.NewLoader(unpacker, store, ""),
-		ContentBaseURL: content.URL,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	contentURL := startCatalogManager(t, registryErrorsLabel, unpacker, store, "")
 
 	const name = "registry-errors"
 	cat := &catalogdv1alpha1.Catalog{
@@ -305,7 +263,7 @@ func TestCatalogRegistryBusyThenDown(t *testing.T) {
 	}
 	served := func() string {
 		t.Helper()
-		resp, err := http.Get(content.URL + serve.URLPath(name))
+		resp, err := http.Get(contentURL + serve.URLPath(name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,31 +10,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
-	"github.com/olmv1/olmv1/catalogd/internal/controller"
-	"github.com/olmv1/olmv1/catalogd/internal/replica"
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -52,10 +42,9 @@ const (
 // signatureEnv is catalogd's Catalog reconciler, with the real source unpacker reading Secrets
 // from this package's kube-apiserver, against a registry on 127.0.0.1.
 type signatureEnv struct {
-	reg      *sourcetest.Registry
-	content  *httptest.Server
-	unpacks  atomic.Int64
-	catalogs []*catalogdv1alpha1.Catalog
+	reg        *sourcetest.Registry
+	contentURL string
+	unpacks    atomic.Int64
 }
 
 func startSignatureEnv(t *testing.T) *signatureEnv {
@@ -76,41 +65,7 @@ func startSignatureEnv(t *testing.T) *signatureEnv {
 	unpacker := unpackertest.New(t)
 	unpacker.Route(real, rukpakv1alpha1.SourceTypeImage)
 	unpacker.OnUnpack(func(string) { e.unpacks.Add(1) })
-	e.content = httptest.NewServer(&serve.Handler{Store: store})
-	t.Cleanup(e.content.Close)
-
-	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{
-		Scheme:     suite.Client.Scheme(),
-		Logger:     logr.Discard(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&catalogdv1alpha1.Catalog{}: {Label: labels.SelectorFromSet(labels.Set{signatureLabel: "true"})},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &controller.CatalogReconciler{Client: mgr.GetClient(), Loader: replica.NewLoader(unpacker, store, signatureNamespace), ContentBaseURL: e.content.URL}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		for _, c := range e.catalogs {
-			_ = suite.Client.Delete(context.Background(), c)
-			pollUntil(t, 30*time.Second, "the Catalog is gone", func() (bool, string) {
-				err := suite.Client.Get(context.Background(), client.ObjectKeyFromObject(c), &catalogdv1alpha1.Catalog{})
-				return apierrors.IsNotFound(err), fmt.Sprint(err)
-			})
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	e.contentURL = startCatalogManager(t, signatureLabel, unpacker, store, signatureNamespace)
 	return e
 }
 
@@ -171,7 +126,14 @@ func (e *signatureEnv) createCatalog(t *testing.T, name, ref, secret string) {
 	if err := suite.Client.Create(t.Context(), cat); err != nil {
 		t.Fatal(err)
 	}
-	e.catalogs = append(e.catalogs, cat)
+	t.Cleanup(func() {
+		// Deleted while the reconciler runs, so that it removes the finalizer.
+		_ = suite.Client.Delete(context.Background(), cat)
+		pollUntil(t, 30*time.Second, "the Catalog is gone", func() (bool, string) {
+			err := suite.Client.Get(context.Background(), client.ObjectKeyFromObject(cat), &catalogdv1alpha1.Catalog{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
 }
 
 func getCatalog(t *testing.T, name string) *catalogdv1alpha1.Catalog {
@@ -185,7 +147,7 @@ func getCatalog(t *testing.T, name string) *catalogdv1alpha1.Catalog {
 
 func (e *signatureEnv) served(t *testing.T, name string) string {
 	t.Helper()
-	resp, err := http.Get(e.content.URL + serve.URLPath(name))
+	resp, err := http.Get(e.contentURL + serve.URLPath(name))
 	if err != nil {
 		t.Fatal(err)
 	}
