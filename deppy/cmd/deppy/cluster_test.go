@@ -154,6 +154,50 @@ func TestResolveFromClusterManualUpgrade(t *testing.T) {
 	}
 }
 
+// TestResolveFromClusterSemverGuardRails: a next major the catalog offers from the installed bundle
+// waits (the semver guard rails of operator-controller), printed as a note and as "waiting" in JSON;
+// upgradeScope AnyVersion takes it.
+func TestResolveFromClusterSemverGuardRails(t *testing.T) {
+	// a's stable channel gains 2.0.0, reachable from 1.0.0 and 1.1.0 (skipRange).
+	fbc := strings.Replace(clusterFBC, `{"name":"a.v1.1.0","replaces":"a.v1.0.0"}]}`,
+		`{"name":"a.v1.1.0","replaces":"a.v1.0.0"},{"name":"a.v2.0.0","replaces":"a.v1.1.0","skipRange":">=1.0.0 <2.0.0"}]}`, 1) +
+		`{"schema":"olm.bundle","package":"a","name":"a.v2.0.0","image":"r/a:2.0.0","properties":[{"type":"olm.package","value":{"packageName":"a","version":"2.0.0"}}]}` + "\n"
+	for _, tt := range []struct {
+		scope, want string
+		waiting    bool
+	}{
+		{"", "op-a      a        1.0.0      a.v1.1.0  1.1.0    main", true},
+		{"AnyVersion", "op-a      a        1.0.0      a.v2.0.0  2.0.0    main", false},
+	} {
+		s := fakeapi.New(t)
+		s.Add(cluster.CatalogGVR, "Catalog", fakeCatalog("main", "prod"))
+		s.Add(cluster.CatalogMetadataGVR, "CatalogMetadata", fakeapi.CatalogMetadata(t, "main", fbc)...)
+		spec := map[string]any{"packageName": "a"}
+		if tt.scope != "" {
+			spec["upgradeScope"] = tt.scope
+		}
+		s.Add(cluster.OperatorGVR, "Operator", fakeOperator("op-a", "2026-01-01T00:00:01Z", spec))
+		s.Add(cluster.BundleDeploymentGVR, "BundleDeployment", fakeBundleDeployment("op-a", "a", "1.0.0"))
+		kubeconfig := s.Kubeconfig(t, t.TempDir())
+		code, out, errOut := deppy(t, "", "resolve", "--kubeconfig", kubeconfig)
+		if code != exitOK || !strings.Contains(out, tt.want) {
+			t.Fatalf("upgradeScope %q: exit %d, stdout lacks %q:\n%s\nstderr:\n%s", tt.scope, code, tt.want, out, errOut)
+		}
+		const note = "note: Operator op-a: 2.0.0 is available but waits: automatic upgrades stay within major 1"
+		if strings.Contains(out, note) != tt.waiting {
+			t.Errorf("upgradeScope %q: note %q present: %v, want %v\n%s", tt.scope, note, !tt.waiting, tt.waiting, out)
+		}
+		_, out, _ = deppy(t, "", "resolve", "--kubeconfig", kubeconfig, "-o", "json")
+		var got clusterOutput
+		if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Operators) != 1 {
+			t.Fatalf("json: %v\n%s", err, out)
+		}
+		if w := got.Operators[0].Waiting; (w != nil) != tt.waiting || (w != nil && (w.Version != "2.0.0" || w.Name != "a.v2.0.0")) {
+			t.Errorf("upgradeScope %q: waiting %+v", tt.scope, w)
+		}
+	}
+}
+
 func TestResolveFromClusterFlagsAndErrors(t *testing.T) {
 	dir := t.TempDir()
 	s := newFakeCluster(t, true)

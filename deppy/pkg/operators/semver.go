@@ -145,9 +145,10 @@ func (s *solver) semverGuardRails(p deppyresolve.Pipeline) (deppyresolve.Pipelin
 	return p.Insert(olm.StageBundleDependencies, stage)
 }
 
-// bestWaiting returns the most preferred candidate of rp that the installed package may move to
-// (its upgrade edges under Enforce), newer than installed and outside c, that the cluster can run;
-// nil when there is none.
+// bestWaiting returns the upgrade the guard rails hold back: the most preferred candidate of rp that
+// the installed package may move to (its upgrade edges under Enforce) and the cluster can run, when
+// it is outside c and newer than the installed version; nil when that candidate is within c (what
+// the Operator would choose without the guard rails, dependencies aside, is allowed anyway).
 func (s *solver) bestWaiting(rp *olm.RequiredPackage, ip *olm.InstalledPackage, c *compatRange) *Waiting {
 	allowed := map[*olm.Bundle]bool{}
 	if ip != nil {
@@ -155,14 +156,14 @@ func (s *solver) bestWaiting(rp *olm.RequiredPackage, ip *olm.InstalledPackage, 
 			allowed[b] = true
 		}
 	}
-	r := s.byName[rp.Requirement.Name]
 	for _, b := range rp.Candidates {
-		if len(allowed) > 0 && !allowed[b] {
+		if (len(allowed) > 0 && !allowed[b]) || s.cluster.CannotRun(b) != "" {
 			continue
 		}
-		if c.contains(b.Version) || !b.Version.GT(c.from) || s.cluster.CannotRun(b) != "" {
-			continue
+		if c.contains(b.Version) || !b.Version.GT(c.from) {
+			return nil
 		}
+		r := s.byName[rp.Requirement.Name]
 		return &Waiting{Name: b.Name, Version: b.VersionString, Catalog: b.Catalog, Message: waitMessage(r, c, b)}
 	}
 	return nil

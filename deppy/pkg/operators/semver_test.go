@@ -12,8 +12,49 @@ import (
 // and one beyond it:
 //   - one: 1.0.0 → 1.1.0 (replaces), 2.0.0 (skipRange >=1.0.0 <2.0.0: reachable from 1.0.0 and 1.1.0);
 //   - zero: 0.1.0 → 0.1.1 (replaces), 0.2.0 (skipRange >=0.1.0 <0.2.0);
-//   - tiny: 0.0.1 → 0.0.2 (replaces).
+//   - tiny: 0.0.1 → 0.0.2 (replaces);
+//   - side: 1.0.0 → 1.1.0 in the default channel stable, 2.0.0 (skipRange >=1.0.0 <2.0.0) in next.
 const semverFBC = `
+schema: olm.package
+name: side
+defaultChannel: stable
+---
+schema: olm.channel
+package: side
+name: stable
+entries:
+- name: side.v1.0.0
+- name: side.v1.1.0
+  replaces: side.v1.0.0
+---
+schema: olm.channel
+package: side
+name: next
+entries:
+- name: side.v2.0.0
+  skipRange: ">=1.0.0 <2.0.0"
+---
+schema: olm.bundle
+package: side
+name: side.v1.0.0
+image: registry.test/side:1.0.0
+properties:
+- {type: olm.package, value: {packageName: side, version: 1.0.0}}
+---
+schema: olm.bundle
+package: side
+name: side.v1.1.0
+image: registry.test/side:1.1.0
+properties:
+- {type: olm.package, value: {packageName: side, version: 1.1.0}}
+---
+schema: olm.bundle
+package: side
+name: side.v2.0.0
+image: registry.test/side:2.0.0
+properties:
+- {type: olm.package, value: {packageName: side, version: 2.0.0}}
+---
 schema: olm.package
 name: one
 defaultChannel: stable
@@ -174,6 +215,12 @@ func TestSemverGuardRails(t *testing.T) {
 		{name: "Manual with AnyVersion offers the next major for approval",
 			req:  Request{Package: "one", Manual: true, AnyVersion: true, Installed: inst("one.v1.1.0", "1.1.0")},
 			want: "one.v1.1.0", upgrade: "2.0.0"},
+		{name: "a next major the Operator would not prefer (another channel than the default) does not wait",
+			req:  Request{Package: "side", Installed: inst("side.v1.0.0", "1.0.0")},
+			want: "side.v1.1.0"},
+		{name: "the same without guard rails: the default channel still wins",
+			req:  Request{Package: "side", AnyVersion: true, Installed: inst("side.v1.0.0", "1.0.0")},
+			want: "side.v1.1.0"},
 		{name: "upgradeConstraintPolicy Ignore stays within the major too",
 			req:  Request{Package: "one", ConstraintPolicy: olm.Ignore, Installed: inst("one.v1.0.0", "1.0.0")},
 			want: "one.v1.1.0", waiting: "2.0.0"},

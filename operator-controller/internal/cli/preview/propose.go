@@ -46,6 +46,9 @@ func (st *State) ProposeUpgrade(ctx context.Context, op *operatorsv1alpha1.Opera
 	}
 	if target == "" {
 		why := "it is on the newest version its spec allows"
+		if o.Waiting != nil {
+			why += "; " + o.Waiting.Message
+		}
 		if o.Bundle == nil {
 			why = "resolution fails: " + o.Message
 		}
