@@ -326,3 +326,57 @@ func TestMigrateRefusesAnAddressOnlyCatalogSource(t *testing.T) {
 		t.Errorf("output lacks the address-only CatalogSource")
 	}
 }
+
+// TestMigrateFailedAdoptionLeavesOLMv0Working: when the Operator does not become Installed (here
+// the catalog no longer has the installed version), migrate stops before touching OLM v0, says how
+// to roll back, and a later run finishes once the Operator installs.
+func TestMigrateFailedAdoptionLeavesOLMv0Working(t *testing.T) {
+	playCatalogdAndRukpak(t)
+	ctx := context.Background()
+	pkg, ns := "gizmo-fail", "mig-fail"
+	_, cr := v0Install(t, pkg, ns, v0fixture.Options{})
+	fixtures.set(pkg+"-catalog", packageFBC(pkg, bundleFBC{version: "1.3.0"}))
+	before := getDeployment(t, ns)
+
+	var out, errOut bytes.Buffer
+	o := &command.Options{Streams: command.Streams{Out: &out, ErrOut: &errOut}, Output: "table"}
+	err := migrate.Run(ctx, k8s, o, migrate.Options{Subscriptions: []string{ns + "/gizmo"}, Timeout: 3 * time.Second, PollInterval: 50 * time.Millisecond})
+	t.Logf("migrate:\n%s%s", out.String(), errOut.String())
+	if !command.IsSilent(err) {
+		t.Fatalf("migrate: %v, want it to fail", err)
+	}
+	for _, want := range []string{"OLM v0's installation is untouched", "kubectl delete operator " + pkg} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// OLM v0's installation is as it was: its marks, its Subscription, its CSV, its RBAC.
+	d := getDeployment(t, ns)
+	if len(d.OwnerReferences) != 1 || d.OwnerReferences[0].Kind != "ClusterServiceVersion" || d.Labels[migrate.LabelOwner] != "gizmo-operator.v1.2.0" ||
+		!equality.Semantic.DeepEqual(d.Spec.Template, before.Spec.Template) {
+		t.Errorf("Deployment changed: ownerReferences %v, labels %v", d.OwnerReferences, d.Labels)
+	}
+	st, err := migrate.ReadV0(ctx, k8s, ns, "gizmo", "", pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Subscription == nil || st.CSV == nil || st.CSV.DeletionTimestamp != nil {
+		t.Fatalf("Subscription %v, CSV %v", st.Subscription, st.CSV)
+	}
+	roles := 0
+	for _, u := range st.Marked {
+		if u.GetKind() == "Role" {
+			roles++
+		}
+	}
+	if roles != 1 {
+		t.Errorf("OLM v0's Roles: %d, want 1", roles)
+	}
+
+	// The catalog serves the version again: the next run finishes the migration.
+	serveCatalog(t, pkg+"-catalog", "hash-again", packageFBC(pkg, bundleFBC{version: gizmoVersion}), nil)
+	if _, err := runMigrate(t, ns, false, 0); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	checkMigrated(t, pkg, ns, before, cr)
+}
