@@ -164,7 +164,7 @@ func TestResolveFromClusterSemverGuardRails(t *testing.T) {
 		`{"schema":"olm.bundle","package":"a","name":"a.v2.0.0","image":"r/a:2.0.0","properties":[{"type":"olm.package","value":{"packageName":"a","version":"2.0.0"}}]}` + "\n"
 	for _, tt := range []struct {
 		scope, want string
-		waiting    bool
+		waiting     bool
 	}{
 		{"", "op-a      a        1.0.0      a.v1.1.0  1.1.0    main", true},
 		{"AnyVersion", "op-a      a        1.0.0      a.v2.0.0  2.0.0    main", false},

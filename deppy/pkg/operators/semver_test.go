@@ -2,11 +2,41 @@ package operators
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 )
+
+// semverEntry is one bundle of a semverPackage: its channel, version and upgrade edges.
+type semverEntry struct{ channel, version, replaces, skipRange string }
+
+// semverPackage renders package pkg (default channel stable) with a bundle per entry, as FBC YAML.
+func semverPackage(pkg string, entries ...semverEntry) string {
+	docs := []string{fmt.Sprintf("schema: olm.package\nname: %s\ndefaultChannel: stable\n", pkg)}
+	var channels []string
+	byChannel := map[string]string{}
+	var bundles []string
+	for _, e := range entries {
+		if _, ok := byChannel[e.channel]; !ok {
+			channels = append(channels, e.channel)
+		}
+		byChannel[e.channel] += fmt.Sprintf("- name: %s.v%s\n", pkg, e.version)
+		if e.replaces != "" {
+			byChannel[e.channel] += fmt.Sprintf("  replaces: %s.v%s\n", pkg, e.replaces)
+		}
+		if e.skipRange != "" {
+			byChannel[e.channel] += fmt.Sprintf("  skipRange: %q\n", e.skipRange)
+		}
+		bundles = append(bundles, fmt.Sprintf("schema: olm.bundle\npackage: %s\nname: %s.v%s\nimage: registry.test/%s:%s\nproperties:\n- {type: olm.package, value: {packageName: %s, version: %s}}\n",
+			pkg, pkg, e.version, pkg, e.version, pkg, e.version))
+	}
+	for _, ch := range channels {
+		docs = append(docs, fmt.Sprintf("schema: olm.channel\npackage: %s\nname: %s\nentries:\n%s", pkg, ch, byChannel[ch]))
+	}
+	return strings.Join(append(docs, bundles...), "---\n")
+}
 
 // semverFBC offers, from each installed version, a successor within its semver-compatible range
 // and one beyond it:
@@ -14,145 +44,15 @@ import (
 //   - zero: 0.1.0 → 0.1.1 (replaces), 0.2.0 (skipRange >=0.1.0 <0.2.0);
 //   - tiny: 0.0.1 → 0.0.2 (replaces);
 //   - side: 1.0.0 → 1.1.0 in the default channel stable, 2.0.0 (skipRange >=1.0.0 <2.0.0) in next.
-const semverFBC = `
-schema: olm.package
-name: side
-defaultChannel: stable
----
-schema: olm.channel
-package: side
-name: stable
-entries:
-- name: side.v1.0.0
-- name: side.v1.1.0
-  replaces: side.v1.0.0
----
-schema: olm.channel
-package: side
-name: next
-entries:
-- name: side.v2.0.0
-  skipRange: ">=1.0.0 <2.0.0"
----
-schema: olm.bundle
-package: side
-name: side.v1.0.0
-image: registry.test/side:1.0.0
-properties:
-- {type: olm.package, value: {packageName: side, version: 1.0.0}}
----
-schema: olm.bundle
-package: side
-name: side.v1.1.0
-image: registry.test/side:1.1.0
-properties:
-- {type: olm.package, value: {packageName: side, version: 1.1.0}}
----
-schema: olm.bundle
-package: side
-name: side.v2.0.0
-image: registry.test/side:2.0.0
-properties:
-- {type: olm.package, value: {packageName: side, version: 2.0.0}}
----
-schema: olm.package
-name: one
-defaultChannel: stable
----
-schema: olm.channel
-package: one
-name: stable
-entries:
-- name: one.v1.0.0
-- name: one.v1.1.0
-  replaces: one.v1.0.0
-- name: one.v2.0.0
-  replaces: one.v1.1.0
-  skipRange: ">=1.0.0 <2.0.0"
----
-schema: olm.bundle
-package: one
-name: one.v1.0.0
-image: registry.test/one:1.0.0
-properties:
-- {type: olm.package, value: {packageName: one, version: 1.0.0}}
----
-schema: olm.bundle
-package: one
-name: one.v1.1.0
-image: registry.test/one:1.1.0
-properties:
-- {type: olm.package, value: {packageName: one, version: 1.1.0}}
----
-schema: olm.bundle
-package: one
-name: one.v2.0.0
-image: registry.test/one:2.0.0
-properties:
-- {type: olm.package, value: {packageName: one, version: 2.0.0}}
----
-schema: olm.package
-name: zero
-defaultChannel: stable
----
-schema: olm.channel
-package: zero
-name: stable
-entries:
-- name: zero.v0.1.0
-- name: zero.v0.1.1
-  replaces: zero.v0.1.0
-- name: zero.v0.2.0
-  replaces: zero.v0.1.1
-  skipRange: ">=0.1.0 <0.2.0"
----
-schema: olm.bundle
-package: zero
-name: zero.v0.1.0
-image: registry.test/zero:0.1.0
-properties:
-- {type: olm.package, value: {packageName: zero, version: 0.1.0}}
----
-schema: olm.bundle
-package: zero
-name: zero.v0.1.1
-image: registry.test/zero:0.1.1
-properties:
-- {type: olm.package, value: {packageName: zero, version: 0.1.1}}
----
-schema: olm.bundle
-package: zero
-name: zero.v0.2.0
-image: registry.test/zero:0.2.0
-properties:
-- {type: olm.package, value: {packageName: zero, version: 0.2.0}}
----
-schema: olm.package
-name: tiny
-defaultChannel: stable
----
-schema: olm.channel
-package: tiny
-name: stable
-entries:
-- name: tiny.v0.0.1
-- name: tiny.v0.0.2
-  replaces: tiny.v0.0.1
----
-schema: olm.bundle
-package: tiny
-name: tiny.v0.0.1
-image: registry.test/tiny:0.0.1
-properties:
-- {type: olm.package, value: {packageName: tiny, version: 0.0.1}}
----
-schema: olm.bundle
-package: tiny
-name: tiny.v0.0.2
-image: registry.test/tiny:0.0.2
-properties:
-- {type: olm.package, value: {packageName: tiny, version: 0.0.2}}
-`
+var semverFBC = strings.Join([]string{
+	semverPackage("one", semverEntry{"stable", "1.0.0", "", ""}, semverEntry{"stable", "1.1.0", "1.0.0", ""},
+		semverEntry{"stable", "2.0.0", "1.1.0", ">=1.0.0 <2.0.0"}),
+	semverPackage("zero", semverEntry{"stable", "0.1.0", "", ""}, semverEntry{"stable", "0.1.1", "0.1.0", ""},
+		semverEntry{"stable", "0.2.0", "0.1.1", ">=0.1.0 <0.2.0"}),
+	semverPackage("tiny", semverEntry{"stable", "0.0.1", "", ""}, semverEntry{"stable", "0.0.2", "0.0.1", ""}),
+	semverPackage("side", semverEntry{"stable", "1.0.0", "", ""}, semverEntry{"stable", "1.1.0", "1.0.0", ""},
+		semverEntry{"next", "2.0.0", "", ">=1.0.0 <2.0.0"}),
+}, "---\n")
 
 // TestSemverGuardRails: an installed Operator upgrades by itself only within its major version (a
 // 0.x one within its minor, a 0.0.x one never); the newer version waits with a message saying why
