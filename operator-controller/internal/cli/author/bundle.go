@@ -1,6 +1,7 @@
 package author
 
 import (
+	"crypto"
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -10,6 +11,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/output"
 	"github.com/olmv1/olmv1/rukpak/pkg/bundlevalidate"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
+	"github.com/olmv1/olmv1/rukpak/pkg/signature"
 )
 
 func newBundleValidateCommand(o *options) *cobra.Command {
@@ -64,6 +66,7 @@ there is an error (warnings alone exit 0).`,
 
 func newBundlePushCommand(o *options) *cobra.Command {
 	var insecure, skipValidation bool
+	var signKey string
 	cmd := &cobra.Command{
 		Use:   "push DIR IMAGE",
 		Short: "Validate a bundle directory, build its image and push it (no container engine needed)",
@@ -72,12 +75,18 @@ func newBundlePushCommand(o *options) *cobra.Command {
 The bundle is validated first (as by 'bundle validate'); an invalid bundle is not pushed. A
 registry+v1 bundle's annotations become image labels, as operator-sdk and opm set them. Registry
 credentials come from the docker config file ($DOCKER_CONFIG/config.json, ~/.docker/config.json),
-as 'docker login' or 'podman login --authfile' write it. Prints the pushed digest reference.`,
+as 'docker login' or 'podman login --authfile' write it. Prints the pushed digest reference.
+With --sign-key the pushed digest is then signed, in cosign's format (see 'bundle verify').`,
 		Example: `  kubectl olmv1 bundle push ./bundle quay.io/me/my-operator-bundle:v1.2.0
-  kubectl olmv1 bundle push ./bundle localhost:5000/my-operator-bundle:v1.2.0 --insecure`,
+  kubectl olmv1 bundle push ./bundle localhost:5000/my-operator-bundle:v1.2.0 --insecure
+  kubectl olmv1 bundle push ./bundle quay.io/me/my-operator-bundle:v1.2.0 --sign-key signing.key`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, ref := args[0], args[1]
+			key, err := readSignKey(signKey)
+			if err != nil {
+				return err
+			}
 			format := bundlevalidate.DetectFormat(dir)
 			if !skipValidation {
 				r, err := bundlevalidate.Validate(dir)
@@ -94,7 +103,6 @@ as 'docker login' or 'podman login --authfile' write it. Prints the pushed diges
 				}
 			}
 			var img v1.Image
-			var err error
 			if format == bundlevalidate.FormatRegistryV1 {
 				img, err = imagebuild.RegistryV1BundleImage(dir)
 			} else {
@@ -103,11 +111,12 @@ as 'docker login' or 'podman login --authfile' write it. Prints the pushed diges
 			if err != nil {
 				return err
 			}
-			return o.push(cmd, img, ref, insecure, string(format)+" bundle")
+			return o.push(cmd, img, ref, insecure, key, string(format)+" bundle")
 		},
 	}
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP to talk to the registry")
 	cmd.Flags().BoolVar(&skipValidation, "skip-validation", false, "push without validating the bundle first")
+	cmd.Flags().StringVar(&signKey, "sign-key", "", signKeyUsage)
 	return cmd
 }
 
@@ -116,9 +125,12 @@ type pushed struct {
 	Image  string `json:"image"`
 	Digest string `json:"digest"`
 	Ref    string `json:"ref"`
+	// Signature is the signature image pushed with --sign-key.
+	Signature string `json:"signature,omitempty"`
 }
 
-func (o *options) push(cmd *cobra.Command, img v1.Image, ref string, insecure bool, what string) error {
+// push pushes img to ref and, when key is set, signs the pushed digest.
+func (o *options) push(cmd *cobra.Command, img v1.Image, ref string, insecure bool, key crypto.Signer, what string) error {
 	var opts []imagebuild.PushOption
 	if insecure {
 		opts = append(opts, imagebuild.WithInsecure())
@@ -128,9 +140,19 @@ func (o *options) push(cmd *cobra.Command, img v1.Image, ref string, insecure bo
 		return err
 	}
 	res := pushed{Image: ref, Digest: d.DigestStr(), Ref: d.String()}
+	if key != nil {
+		sig, err := signature.Sign(cmd.Context(), d, key, registryOptions(cmd)...)
+		if err != nil {
+			return fmt.Errorf("pushed %s but did not sign it: %w", d, err)
+		}
+		res.Signature = sig.String()
+	}
 	if o.Output != "table" {
 		return o.Print(res, nil)
 	}
 	fmt.Fprintf(o.Out, "pushed %s %s\n%s\n", what, ref, d.String())
+	if res.Signature != "" {
+		fmt.Fprintf(o.Out, "signed %s (signature %s)\n", d.DigestStr(), res.Signature)
+	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package author holds kubectl-olmv1's commands for operator authors: they work on local
 // directories and registries (no cluster, no container engine), except bundle test, which starts a
-// cluster of its own: bundle validate|push|render|generate|test and catalog
+// cluster of its own: bundle validate|push|render|generate|test|verify and catalog
 // init|add-bundle|render|validate|push|promote|deprecate|graph.
 package author
 
@@ -17,7 +17,7 @@ type options struct{ *command.Options }
 func BundleCommands(shared *command.Options) []*cobra.Command {
 	o := &options{shared}
 	return []*cobra.Command{newBundleValidateCommand(o), newBundlePushCommand(o), newBundleRenderCommand(o),
-		newBundleGenerateCommand(o), newBundleTestCommand(o)}
+		newBundleGenerateCommand(o), newBundleTestCommand(o), newBundleVerifyCommand(o)}
 }
 
 // CatalogCommands are the author subcommands of `catalog` (the user ones, add and list, talk to a
