@@ -161,7 +161,9 @@ func runDemo1(ctx SpecContext, dc dynamic.Interface, catalogs map[string]string)
 	op := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
 		"metadata": map[string]any{"name": "example-operator"},
-		"spec":     map[string]any{"packageName": "example-operator"},
+		// upgradeScope AnyVersion: step 3's 0.1.0 → 0.2.0 crosses a 0.x minor, which the semver
+		// guard rails hold back by default.
+		"spec": map[string]any{"packageName": "example-operator", "upgradeScope": "AnyVersion"},
 	}}
 	_, err = dc.Resource(operatorGVR).Create(ctx, op, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
