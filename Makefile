@@ -102,6 +102,11 @@ test: verify test-unit test-integration test-e2e test-real-nodes ## Every tier: 
 .PHONY: test-unit
 test-unit: ## Unit tier: pure logic in every module, no cluster.
 	hack/test-tier.sh unit $(MODULES)
+	@$(MAKE) --no-print-directory test-cosign-compat
+
+.PHONY: test-cosign-compat
+test-cosign-compat: ## cosign's own verifier accepts the signatures of `bundle push --sign-key` (hack/cosigncompat, a module out of go.work).
+	cd hack/cosigncompat && GOWORK=off go test -count=1 ./...
 
 .PHONY: test-integration
 test-integration: $(DEV) ## Integration tier: each controller's tests against a real kube-apiserver + etcd (envtest).

@@ -38,6 +38,11 @@ func TestUnpackFailureRequeue(t *testing.T) {
 		Message: `registry r.test answered 429 Too Many Requests for image "r.test/b:v1"; will retry in 7s, as the server asked (Retry-After)`}
 	tooLarge := &source.Error{Kind: source.KindTooLarge, Reason: source.ReasonUnpackFailed,
 		Message: `image "r.test/b:v1" is larger than the 1 MiB limit`}
+	// The signature policy's failures keep their own reason (spec.source.image.verify).
+	unsigned := &source.Error{Kind: source.KindUnsigned, Reason: source.ReasonUnsigned, Retryable: true,
+		Message: `image "r.test/b:v1": image r.test/b@sha256:ab is not trusted (Unsigned): no signature found; policy: Secret "keys" with 1 key(s): sha256:cd`}
+	invalid := &source.Error{Kind: source.KindSignatureInvalid, Reason: source.ReasonSignatureInvalid,
+		Message: `image "r.test/b:v1": image r.test/b@sha256:ab is not trusted (SignatureInvalid): signed with another key; policy: Secret "keys" with 1 key(s): sha256:cd`}
 	for _, tc := range []struct {
 		name      string
 		err       *source.Error
@@ -48,6 +53,8 @@ func TestUnpackFailureRequeue(t *testing.T) {
 		{"backoff", busy, true, 0, false},
 		{"Retry-After", limited, false, 7 * time.Second, false},
 		{"not retryable: terminal, no backoff", tooLarge, true, 0, true},
+		{"Unsigned: backoff (the signature may come after the image)", unsigned, true, 0, false},
+		{"SignatureInvalid: terminal", invalid, true, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -85,8 +92,8 @@ func TestUnpackFailureRequeue(t *testing.T) {
 				t.Fatal(err)
 			}
 			u := meta.FindStatusCondition(got.Status.Conditions, rukpakv1alpha1.TypeUnpacked)
-			if u == nil || u.Status != metav1.ConditionFalse || u.Reason != rukpakv1alpha1.ReasonUnpackFailed || u.Message != tc.err.Message {
-				t.Errorf("Unpacked %+v, want False %s %q", u, rukpakv1alpha1.ReasonUnpackFailed, tc.err.Message)
+			if u == nil || u.Status != metav1.ConditionFalse || u.Reason != tc.err.Reason || u.Message != tc.err.Message {
+				t.Errorf("Unpacked %+v, want False %s %q", u, tc.err.Reason, tc.err.Message)
 			}
 		})
 	}
