@@ -182,6 +182,7 @@ func TestOperatorGoTypesRoundTrip(t *testing.T) {
 			},
 			UpgradeConstraintPolicy: operatorsv1alpha1.UpgradeConstraintPolicyIgnore,
 			UpgradePolicy:           operatorsv1alpha1.UpgradePolicyManual,
+			UpgradeScope:            operatorsv1alpha1.UpgradeScopeAnyVersion,
 			ApprovedVersion:         "0.6.1",
 			InstallNamespace:        "argocd",
 			WatchNamespaces:         []string{"argocd"},
