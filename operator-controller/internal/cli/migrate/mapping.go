@@ -102,6 +102,7 @@ func Map(st *V0) (*Target, []string) {
 	op.Spec.Config = &rukpakv1alpha1.BundleConfig{DeploymentConfig: deploymentConfig(sub.Spec.Config, csv.Name, og)}
 	t.Operator = op
 	t.Notes = append(t.Notes, fmt.Sprintf("version pinned to %s (the installed CSV's version) so that nothing upgrades during the move: widen spec.version afterwards to let it upgrade", op.Spec.Version))
+	t.Notes = append(t.Notes, fmt.Sprintf("OperatorGroup and CatalogSource %s/%s stay: other Subscriptions may use them; delete them when none does", sub.Spec.CatalogSourceNamespace, sub.Spec.CatalogSource))
 	if sub.Spec.StartingCSV != "" {
 		t.Notes = append(t.Notes, fmt.Sprintf("startingCSV %s is not carried over: it only mattered for the first install", sub.Spec.StartingCSV))
 	}

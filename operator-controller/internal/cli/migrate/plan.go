@@ -71,6 +71,11 @@ func Prepare(ctx context.Context, c client.Client, ns, name string) (*Migration,
 	if t == nil {
 		return m, nil
 	}
+	if started != nil && st.CSV.Name != m.CSV {
+		plan.Blockers = append(plan.Blockers, fmt.Sprintf("OLM v0 moved Subscription %s/%s from CSV %s to %s since Operator %s was created for it: delete that Operator (its deletionPolicy Orphan leaves every object) and run migrate again",
+			ns, name, m.CSV, st.CSV.Name, started.Name))
+		return m, nil
+	}
 	m.Target = t
 	m.CSV, m.Operator, m.Package = st.CSV.Name, t.Operator.Name, t.Operator.Spec.PackageName
 	plan.CSV, plan.Catalog, plan.Operator, plan.Notes = st.CSV.Name, t.Catalog, t.Operator, t.Notes

@@ -380,3 +380,41 @@ func TestMigrateFailedAdoptionLeavesOLMv0Working(t *testing.T) {
 	}
 	checkMigrated(t, pkg, ns, before, cr)
 }
+
+// TestMigrateCommandAllNamespacesDryRun runs the cobra command as kubectl does, with
+// --all-namespaces: every Subscription of the cluster is planned, nothing is changed.
+func TestMigrateCommandAllNamespacesDryRun(t *testing.T) {
+	playCatalogdAndRukpak(t)
+	v0Install(t, "gizmo-cmd", "mig-cmd", v0fixture.Options{Targets: []string{"mig-cmd"}})
+	var out, errOut bytes.Buffer
+	cmd := migrate.NewCommand(&command.Options{
+		Streams: command.Streams{Out: &out, ErrOut: &errOut}, Output: "table",
+		NewClient: func() (client.Client, error) { return k8s, nil },
+	})
+	cmd.SetArgs([]string{"--all-namespaces", "--dry-run"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.ExecuteContext(context.Background())
+	t.Logf("kubectl olmv1 migrate -A --dry-run: %v\n%s%s", err, out.String(), errOut.String())
+	// Subscriptions other tests left may be refused; this one is planned.
+	if err != nil && !command.IsSilent(err) {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Migrate Subscription mig-cmd/gizmo (CSV gizmo-operator.v1.2.0) to Operator gizmo-cmd",
+		"installNamespace mig-cmd, watchNamespaces mig-cmd",
+		"(dry run: nothing was changed in the cluster)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if _, err := getOperator("gizmo-cmd"); !apierrors.IsNotFound(err) {
+		t.Errorf("an Operator was created: %v", err)
+	}
+	// Naming Subscriptions and --all-namespaces together is refused.
+	cmd.SetArgs([]string{"gizmo", "--all-namespaces"})
+	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "name SUBSCRIPTIONs (with -n NAMESPACE) or use --all-namespaces") {
+		t.Errorf("both: %v", err)
+	}
+}
