@@ -6,7 +6,10 @@
 // Which bundle is preferred (non-deprecated, then the default channel when an Operator names no
 // channel, then the highest version, then catalog priority) is decided by deppy's olm package
 // alone; nothing here reorders candidates or sets a channel the Operator did not name, so
-// `deppy resolve` over the same catalogs and requests chooses the same bundles.
+// `deppy resolve` over the same catalogs and requests chooses the same bundles. Two rules are added
+// to deppy's pipeline, both as stages that prohibit bundles with a message: dependencies come only
+// from packages Operators install (bundle.go), and an installed Operator upgrades by itself only
+// within its version's semver-compatible range (the semver guard rails, semver.go).
 package operators
 
 import (
