@@ -159,6 +159,8 @@ func TestBundleDeploymentGoTypesRoundTrip(t *testing.T) {
 				Type: rukpakv1alpha1.SourceTypeImage,
 				Image: &rukpakv1alpha1.ImageSource{
 					Ref: "quay.io/org/bundle:v1", PullSecret: "pull", InsecureSkipTLSVerify: true, PollInterval: &interval,
+					Verify: &rukpakv1alpha1.ImageVerification{Provider: rukpakv1alpha1.VerificationProviderCosign,
+						Cosign: &rukpakv1alpha1.CosignVerification{SecretRef: &rukpakv1alpha1.SecretReference{Name: "keys"}}},
 				},
 			},
 			Config: &rukpakv1alpha1.BundleConfig{
