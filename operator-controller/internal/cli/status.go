@@ -181,6 +181,13 @@ func writeOperatorDetails(o *options, op *operatorsv1alpha1.Operator) error {
 	fmt.Fprintf(w, "Version range:     %s\n", output.OrNone(op.Spec.Version))
 	fmt.Fprintf(w, "Channel:           %s\n", output.OrNone(op.Spec.Channel))
 	fmt.Fprintf(w, "Upgrade policy:    %s\n", policy)
+	if !op.Spec.IsDirect() {
+		scope := op.Spec.UpgradeScope
+		if scope == "" {
+			scope = operatorsv1alpha1.UpgradeScopeSemverCompatible
+		}
+		fmt.Fprintf(w, "Upgrade scope:     %s\n", scope)
+	}
 	if op.Spec.ApprovedVersion != "" {
 		fmt.Fprintf(w, "Approved version:  %s\n", op.Spec.ApprovedVersion)
 	}
