@@ -4,8 +4,8 @@
 // Options.Previous (Unchanged, nothing written, when the digest is the previous one) and counts
 // what it fetched and cleaned up. Err makes every Unpack fail.
 //
-// Integration tests use four more things: Route hands some source types to another (real)
-// unpacker, Block holds the Unpacks of one reference, OnUnpack runs a hook at the start of every
+// Integration tests use five more things: Route hands some source types to another (real)
+// unpacker (RouteVerified: the Image sources with a signature policy), Block holds the Unpacks of one reference, OnUnpack runs a hook at the start of every
 // Unpack, and Calls counts the Unpacks of one key. NewIn unpacks into a directory the caller owns,
 // for a TestMain that has no testing.TB.
 //
@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,7 @@ type Unpacker struct {
 	calls    map[string]Calls                              // key -> what Unpack did for it
 	blocked  map[string]chan struct{}                      // reference -> closed when its Unpacks may go on
 	routes   map[rukpakv1alpha1.SourceType]source.Unpacker // source type -> the unpacker that serves it
+	verified source.Unpacker                               // serves Image sources with a signature policy
 	onUnpack func(key string)
 }
 
@@ -125,6 +127,15 @@ func (u *Unpacker) Route(inner source.Unpacker, types ...rukpakv1alpha1.SourceTy
 	}
 }
 
+// RouteVerified makes the Image sources that require a signature (spec.source.image.verify) go to
+// inner, a real unpacker: the fake checks no signature. Like Route, they are still hooked, held
+// and counted, and Cleanup cleans up in inner too.
+func (u *Unpacker) RouteVerified(inner source.Unpacker) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.verified = inner
+}
+
 // Block holds every Unpack of the Image reference ref (until its context ends) until release is
 // called.
 func (u *Unpacker) Block(ref string) (release func()) {
@@ -190,6 +201,9 @@ func (u *Unpacker) Unpack(ctx context.Context, key string, src rukpakv1alpha1.So
 	calls.Unpacks++
 	u.calls[key] = calls
 	err, inner := u.err, u.routes[src.Type]
+	if src.Image != nil && src.Image.Verify != nil && u.verified != nil {
+		inner = u.verified
+	}
 	u.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -247,8 +261,8 @@ func (u *Unpacker) Cleanup(ctx context.Context, key string) error {
 	u.mu.Lock()
 	u.cleanups = append(u.cleanups, key)
 	var inners []source.Unpacker
-	for _, inner := range u.routes {
-		if !slices.Contains(inners, inner) {
+	for _, inner := range append(slices.Collect(maps.Values(u.routes)), u.verified) {
+		if inner != nil && !slices.Contains(inners, inner) {
 			inners = append(inners, inner)
 		}
 	}

@@ -31,6 +31,12 @@ func configMap(name, value string) string {
 // newBD creates a namespace and a plain BundleDeployment of ref installing into it.
 func newBD(t *testing.T, name, ref string) *rukpakv1alpha1.BundleDeployment {
 	t.Helper()
+	return newBDFrom(t, name, rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: ref}})
+}
+
+// newBDFrom creates namespace name and a plain BundleDeployment name installing src into it.
+func newBDFrom(t *testing.T, name string, src rukpakv1alpha1.Source) *rukpakv1alpha1.BundleDeployment {
+	t.Helper()
 	ctx := t.Context()
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
@@ -40,7 +46,7 @@ func newBD(t *testing.T, name, ref string) *rukpakv1alpha1.BundleDeployment {
 		Spec: rukpakv1alpha1.BundleDeploymentSpec{
 			ProvisionerClassName: rukpakv1alpha1.ProvisionerPlain,
 			InstallNamespace:     name,
-			Source:               rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: ref}},
+			Source:               src,
 		},
 	}
 	if err := k8s.Create(ctx, bd); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
 )
 
@@ -60,6 +61,12 @@ func setup(s *apiservertest.Suite) error {
 	}
 	s.Cleanup(func() error { return os.RemoveAll(dir) })
 	bundles = unpackertest.NewIn(dir)
+	// Image sources with a signature policy are pulled from a real registry (signature_test.go).
+	verifying, err := source.New(source.Config{CacheDir: filepath.Join(dir, "verified"), Client: s.Client})
+	if err != nil {
+		return err
+	}
+	bundles.RouteVerified(verifying)
 	scheme := s.Scheme
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
