@@ -77,7 +77,7 @@ type dependencyOutcome struct {
 // runResolveCluster is `deppy resolve --kubeconfig`: it reads the cluster as operator-controller
 // does (package cluster) and resolves with operator-controller's code (package operators).
 func runResolveCluster(ctx context.Context, o *resolveOptions, set map[string]bool, stdout io.Writer) error {
-	for _, name := range []string{"catalog", "require", "installed", "upgrade-policy"} {
+	for _, name := range []string{"catalog", "require", "installed", "upgrade-policy", "upgrade-scope"} {
 		if set[name] {
 			return usageError{fmt.Sprintf("--%s and --kubeconfig do not go together: with --kubeconfig the catalogs, requirements, installed bundles and policies come from the cluster (see deppy resolve --help)", name)}
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
+	"github.com/olmv1/olmv1/deppy/pkg/operators"
 )
 
 type resolveOptions struct {
@@ -16,7 +17,9 @@ type resolveOptions struct {
 	requires  stringList
 	installed stringList
 	policy    string
-	output    outputFormat
+	// scope is --upgrade-scope: SemverCompatible (the semver guard rails) or AnyVersion.
+	scope  string
+	output outputFormat
 	// clusterVersion is --cluster-version: the Kubernetes version bundles must run on.
 	clusterVersion string
 	// openShiftVersion is --openshift-version: the OpenShift version (olm.maxOpenShiftVersion).
@@ -35,6 +38,7 @@ func resolveFlags(o *resolveOptions) *flag.FlagSet {
 	fs.Var(&o.requires, "require", "package to install, as `PKG[@RANGE][#CHANNEL]` (repeatable); RANGE is a semver range like \">=1.2 <2\" or an exact version; without CHANNEL the package's default channel is preferred")
 	fs.Var(&o.installed, "installed", "package already installed, as `PKG@VERSION` or PKG@VERSION=BUNDLE (repeatable)")
 	fs.StringVar(&o.policy, "upgrade-policy", "Enforce", "Enforce: installed packages only move along the catalogs' upgrade edges (replaces, skips, skipRange); Ignore: any version, downgrades included")
+	fs.StringVar(&o.scope, "upgrade-scope", "SemverCompatible", "SemverCompatible: a --require'd package that is --installed, without a RANGE, upgrades only within the installed major version (0.x: its minor; 0.0.x: not at all), as operator-controller's Operators do; a newer one is printed as waiting. AnyVersion: follow every upgrade the catalogs offer")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the Operators, their BundleDeployments and the serving Catalogs' content from the cluster of this kubeconfig `file`, and print what operator-controller decides for every Operator (instead of --catalog, --require, --installed)")
 	fs.StringVar(&o.context, "context", "", "with --kubeconfig: the kubeconfig `context` to use (default: its current context)")
 	fs.StringVar(&o.catalogSelector, "catalog-selector", "", "with --kubeconfig: read only the Catalogs this label `selector` matches (e.g. tier=prod), as if the others were not serving")
@@ -49,8 +53,11 @@ Chooses one bundle per required package from file-based catalogs, together
 with the dependencies they need (olm.package.required, olm.gvk.required,
 olm.constraint), so that no package has two bundles and no API is provided
 twice. Installed packages stay installed and, under --upgrade-policy Enforce,
-only move along the catalogs' upgrade edges. All requirements are solved
-together.
+only move along the catalogs' upgrade edges. A --require'd package that is
+--installed and has no RANGE upgrades only within its installed major version
+(0.x: its minor; 0.0.x: not at all), as operator-controller's Operators do; a
+newer version is printed as a note saying it waits (--upgrade-scope AnyVersion
+follows every upgrade instead). All requirements are solved together.
 
 Preference: non-deprecated bundles first; then, for a --require without
 #CHANNEL and for every dependency, the bundles of the package's default
@@ -91,8 +98,11 @@ Examples:
   deppy resolve --catalog prod:10=./catalogs/prod --catalog community=./catalogs/community \
       --require 'rabbitmq-messaging-topology-operator@>=1.15 <2#stable'
 
-  # what may an installed operator upgrade to?
+  # what may an installed operator upgrade to? (within 0.5.x; a newer minor is a note)
   deppy resolve --catalog ./community-v4.20 --require kube-green --installed kube-green@0.5.0
+
+  # the same following every upgrade edge the catalog offers
+  deppy resolve --catalog ./community-v4.20 --require kube-green --installed kube-green@0.5.0 --upgrade-scope AnyVersion
 
   # allow downgrades and jumps off the upgrade graph, print YAML
   deppy resolve --catalog ./community-v4.20 --require kube-green@0.4.0 \
@@ -121,6 +131,8 @@ type resolveOutput struct {
 	Explanation *explanation    `json:"explanation,omitempty"`
 	// Skipped names the bundles the cluster cannot run (--cluster-version) and why.
 	Skipped []string `json:"skipped,omitempty"`
+	// Waiting names the upgrades the semver guard rails hold back (--upgrade-scope) and why.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 // runResolve is `deppy resolve`: it resolves the requirements of the flags against file-based
@@ -153,7 +165,15 @@ func runResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	out, err := resolveToOutput(ctx, idx, p)
+	var guard *operators.GuardRails
+	switch o.scope {
+	case "SemverCompatible":
+		guard = operators.ProblemGuardRails(p)
+	case "AnyVersion":
+	default:
+		return usageError{fmt.Sprintf("invalid --upgrade-scope %q: want SemverCompatible or AnyVersion", o.scope)}
+	}
+	out, err := resolveToOutput(ctx, idx, p, guard)
 	if err != nil {
 		return err
 	}
@@ -231,11 +251,21 @@ func loadCatalogIndex(ctx context.Context, flags []string) (*olm.Index, error) {
 	return olm.NewIndex(catalogs...)
 }
 
-// resolveToOutput resolves p against idx: the selections, or the explanation of why there is no
-// solution. Other errors are returned.
-func resolveToOutput(ctx context.Context, idx *olm.Index, p olm.Problem) (resolveOutput, error) {
-	res, err := olm.Resolve(ctx, idx, p)
+// resolveToOutput resolves p against idx, with the semver guard rails guard unless it is nil: the
+// selections, or the explanation of why there is no solution, and the upgrades that wait. Other
+// errors are returned.
+func resolveToOutput(ctx context.Context, idx *olm.Index, p olm.Problem, guard *operators.GuardRails) (resolveOutput, error) {
+	r := &olm.Resolver{Index: idx}
+	if guard != nil {
+		r.Customize = guard.Customize
+	}
+	res, err := r.Resolve(ctx, p)
 	out := resolveOutput{}
+	for _, rq := range p.Requirements {
+		if w := guard.Waiting(rq.Package); w != nil {
+			out.Waiting = append(out.Waiting, fmt.Sprintf("package %q: %s", rq.Package, w.Message))
+		}
+	}
 	if err != nil {
 		ns := asNotSatisfiable(err)
 		if ns == nil {
@@ -258,7 +288,7 @@ func printResolveOutput(w io.Writer, format outputFormat, out resolveOutput) err
 		} else {
 			printExplanationText(w, out.Explanation)
 		}
-		for _, s := range out.Skipped {
+		for _, s := range append(append([]string(nil), out.Skipped...), out.Waiting...) {
 			fmt.Fprintln(w, "note: "+s)
 		}
 		return nil

@@ -117,8 +117,7 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 	sorted := append([]Request(nil), reqs...)
 	sortRequests(sorted)
 
-	s := &solver{idx: idx, cluster: opts.Cluster, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{},
-		guards: map[string]*compatRange{}, byName: map[string]Request{}, waiting: map[string]*Waiting{}}
+	s := &solver{idx: idx, cluster: opts.Cluster, installed: installedBundles(sorted), requestedBy: map[string]string{}, invalid: map[string]cause{}}
 	var active []Request
 	owner := s.requestedBy
 	for _, r := range sorted {
@@ -133,11 +132,8 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 			continue
 		}
 		active = append(active, r)
-		s.byName[r.Name] = r
-		if g := guardOf(r); g != nil {
-			s.guards[r.Name] = g
-		}
 	}
+	s.guard = newGuardRails(active, opts.Cluster, operatorHint)
 
 	// Manual upgrades: first find what every Operator would move to, then keep the Manual ones on
 	// their installed (or approved) version.
@@ -171,10 +167,10 @@ func ResolveWith(ctx context.Context, idx *olm.Index, reqs []Request, opts Optio
 			if len(skipped) > 0 && len(skipped) == total {
 				msg = fmt.Sprintf("no bundle of package %q that Operator %q may install can run on this cluster", r.Package, r.Name)
 			}
-			out[r.Name] = Outcome{Message: msg + skippedNote(r, skipped), Skipped: skipped, Waiting: s.waiting[r.Name]}
+			out[r.Name] = Outcome{Message: msg + skippedNote(r, skipped), Skipped: skipped, Waiting: s.guard.Waiting(r.Package)}
 			continue
 		}
-		o := Outcome{Bundle: bundles[r.Name], Skipped: skipped, Waiting: s.waiting[r.Name]}
+		o := Outcome{Bundle: bundles[r.Name], Skipped: skipped, Waiting: s.guard.Waiting(r.Package)}
 		if a := available[r.Name]; a != nil && (o.Bundle == nil || a.Version != o.Bundle.Version) {
 			o.UpgradeAvailable = a
 		}
@@ -271,12 +267,8 @@ type solver struct {
 	// Operator of its dependency gave way, it takes that Operator's cause, so that a chain of
 	// Operators (a dependency cycle among them, say) all name the requirement that fails.
 	why map[string]cause
-	// guards holds, per request name, the compatible range its automatic upgrades stay in (the
-	// semver guard rails, semver.go); byName holds the requests as asked (before Manual pins).
-	guards map[string]*compatRange
-	byName map[string]Request
-	// waiting holds, per request name, the upgrade the guard rails hold back.
-	waiting map[string]*Waiting
+	// guard is the semver guard rails of the requests as asked (before Manual pins; semver.go).
+	guard *GuardRails
 }
 
 // cause is the first cause of an Operator's failure, and the Operator it comes from.

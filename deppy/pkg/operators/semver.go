@@ -95,28 +95,91 @@ func suggestedRange(v semver.Version) string {
 	}
 }
 
-// waitMessage says why b waits for Operator r and how to take it.
-func waitMessage(r Request, c *compatRange, b *olm.Bundle) string {
+// GuardRails applies the semver guard rails to a set of requests: the StageSemverGuardRails stage
+// (Stage) and, after a solve, the upgrade that waits for each guarded request (Waiting).
+// operator-controller's resolution (ResolveWith) uses one per resolution; `deppy resolve` uses one
+// for its --require/--installed problem (ProblemGuardRails).
+type GuardRails struct {
+	// byPackage holds, per package, the guarded request and its compatible range.
+	byPackage map[string]guarded
+	cluster   *olm.Cluster
+	// hint says how to take a waiting upgrade b of request r ("set spec.version …").
+	hint func(r Request, b *olm.Bundle) string
+	// waiting holds, per package, the upgrade the guard rails hold back.
+	waiting map[string]*Waiting
+}
+
+type guarded struct {
+	req Request
+	rng *compatRange
+}
+
+// newGuardRails guards every request of reqs that guardOf guards; cluster excludes the bundles it
+// cannot run from the waiting upgrades.
+func newGuardRails(reqs []Request, cluster *olm.Cluster, hint func(Request, *olm.Bundle) string) *GuardRails {
+	g := &GuardRails{byPackage: map[string]guarded{}, cluster: cluster, hint: hint, waiting: map[string]*Waiting{}}
+	for _, r := range reqs {
+		if c := guardOf(r); c != nil {
+			g.byPackage[r.Package] = guarded{req: r, rng: c}
+		}
+	}
+	return g
+}
+
+// operatorHint is how an Operator takes a waiting upgrade.
+func operatorHint(r Request, b *olm.Bundle) string {
 	take := fmt.Sprintf("set spec.version to a range that includes it, e.g. %q, or spec.upgradeScope: AnyVersion to follow every upgrade the catalogs offer", suggestedRange(b.Version))
 	if r.Manual {
 		take = fmt.Sprintf("approve it with spec.approvedVersion: %q, ", b.VersionString) + take
 	}
-	return fmt.Sprintf("%s is available but waits: %s (%s)", b.VersionString, c.scope(), take)
+	return take
 }
 
-// semverGuardRails adds the StageSemverGuardRails stage after bundle dependencies: every bundle of a
-// guarded Operator's package outside its compatible range is prohibited. It also records, per
-// guarded request that is not pinned (a Manual one pinned to its installed version keeps what the
-// unpinned solve found), the best upgrade that waits.
-func (s *solver) semverGuardRails(p deppyresolve.Pipeline) (deppyresolve.Pipeline, error) {
-	stage := deppyresolve.NewSource(StageSemverGuardRails, func(_ context.Context, vars *deppyresolve.Variables) error {
-		guarded := map[string]*compatRange{}
-		for pkg, name := range s.requestedBy {
-			if c := s.guards[name]; c != nil {
-				guarded[pkg] = c
+// ProblemGuardRails is the semver guard rails of `deppy resolve --require … --installed …`: a
+// requirement without a version range whose package is installed upgrades only within the
+// installed version's compatible range. Pass Customize to olm.Resolver and read Waiting after.
+func ProblemGuardRails(p olm.Problem) *GuardRails {
+	var reqs []Request
+	for _, rq := range p.Requirements {
+		for _, ib := range p.Installed {
+			if ib.Package == rq.Package {
+				reqs = append(reqs, Request{Name: rq.Name, Package: rq.Package, VersionRange: rq.VersionRange,
+					Installed: &Installed{BundleName: ib.BundleName, Version: ib.Version}})
+				break
 			}
 		}
-		if len(guarded) == 0 {
+	}
+	return newGuardRails(reqs, p.Cluster, func(r Request, b *olm.Bundle) string {
+		return fmt.Sprintf("require it with a range, e.g. --require '%s@%s', or pass --upgrade-scope AnyVersion to follow every upgrade the catalogs offer", r.Package, suggestedRange(b.Version))
+	})
+}
+
+// Customize inserts Stage after bundle dependencies (for olm.Resolver.Customize).
+func (g *GuardRails) Customize(p deppyresolve.Pipeline) (deppyresolve.Pipeline, error) {
+	return p.Insert(olm.StageBundleDependencies, g.Stage())
+}
+
+// Waiting returns the upgrade the guard rails held back for package pkg in the last solve, nil when
+// there is none (or g is nil).
+func (g *GuardRails) Waiting(pkg string) *Waiting {
+	if g == nil {
+		return nil
+	}
+	return g.waiting[pkg]
+}
+
+// message says why b waits for r and how to take it.
+func (g *GuardRails) message(r Request, c *compatRange, b *olm.Bundle) string {
+	return fmt.Sprintf("%s is available but waits: %s (%s)", b.VersionString, c.scope(), g.hint(r, b))
+}
+
+// Stage is the StageSemverGuardRails stage, to run after bundle dependencies: every bundle of a
+// guarded package outside its compatible range is prohibited. It also records, per guarded
+// requirement that is not pinned (a Manual Operator pinned to its installed version keeps what the
+// unpinned solve found), the upgrade that waits.
+func (g *GuardRails) Stage() deppyresolve.VariableSource {
+	return deppyresolve.NewSource(StageSemverGuardRails, func(_ context.Context, vars *deppyresolve.Variables) error {
+		if len(g.byPackage) == 0 {
 			return nil
 		}
 		installed := map[string]*olm.InstalledPackage{}
@@ -125,9 +188,8 @@ func (s *solver) semverGuardRails(p deppyresolve.Pipeline) (deppyresolve.Pipelin
 			case *olm.InstalledPackage:
 				installed[e.Installed.Package] = e
 			case *olm.Bundle:
-				if c := guarded[e.Package]; c != nil && !c.contains(e.Version) {
-					r := s.byName[s.requestedBy[e.Package]]
-					v.Add(deppyresolve.Prohibited().WithMessage(fmt.Sprintf("Operator %q: bundle %s: %s", r.Name, e.Name, waitMessage(r, c, e))))
+				if gd, ok := g.byPackage[e.Package]; ok && !gd.rng.contains(e.Version) {
+					v.Add(deppyresolve.Prohibited().WithMessage(fmt.Sprintf("%s: bundle %s: %s", who(gd.req), e.Name, g.message(gd.req, gd.rng, e))))
 				}
 			}
 		}
@@ -136,20 +198,27 @@ func (s *solver) semverGuardRails(p deppyresolve.Pipeline) (deppyresolve.Pipelin
 			if !ok || rp.Requirement.VersionRange != "" {
 				continue
 			}
-			if c := s.guards[rp.Requirement.Name]; c != nil {
-				s.waiting[rp.Requirement.Name] = s.bestWaiting(rp, installed[rp.Requirement.Package], c)
+			if gd, ok := g.byPackage[rp.Requirement.Package]; ok {
+				g.waiting[rp.Requirement.Package] = g.bestWaiting(rp, installed[rp.Requirement.Package], gd)
 			}
 		}
 		return nil
 	})
-	return p.Insert(olm.StageBundleDependencies, stage)
+}
+
+// who names the requester in a message: the Operator, or the package of a `deppy resolve` requirement.
+func who(r Request) string {
+	if r.Name == "" || r.Name == r.Package {
+		return fmt.Sprintf("package %q", r.Package)
+	}
+	return fmt.Sprintf("Operator %q", r.Name)
 }
 
 // bestWaiting returns the upgrade the guard rails hold back: the most preferred candidate of rp that
 // the installed package may move to (its upgrade edges under Enforce) and the cluster can run, when
-// it is outside c and newer than the installed version; nil when that candidate is within c (what
-// the Operator would choose without the guard rails, dependencies aside, is allowed anyway).
-func (s *solver) bestWaiting(rp *olm.RequiredPackage, ip *olm.InstalledPackage, c *compatRange) *Waiting {
+// it is outside the range and newer than the installed version; nil when that candidate is within
+// the range (what would be chosen without the guard rails, dependencies aside, is allowed anyway).
+func (g *GuardRails) bestWaiting(rp *olm.RequiredPackage, ip *olm.InstalledPackage, gd guarded) *Waiting {
 	allowed := map[*olm.Bundle]bool{}
 	if ip != nil {
 		for _, b := range ip.Allowed {
@@ -157,14 +226,13 @@ func (s *solver) bestWaiting(rp *olm.RequiredPackage, ip *olm.InstalledPackage, 
 		}
 	}
 	for _, b := range rp.Candidates {
-		if (len(allowed) > 0 && !allowed[b]) || s.cluster.CannotRun(b) != "" {
+		if (len(allowed) > 0 && !allowed[b]) || g.cluster.CannotRun(b) != "" {
 			continue
 		}
-		if c.contains(b.Version) || !b.Version.GT(c.from) {
+		if gd.rng.contains(b.Version) || !b.Version.GT(gd.rng.from) {
 			return nil
 		}
-		r := s.byName[rp.Requirement.Name]
-		return &Waiting{Name: b.Name, Version: b.VersionString, Catalog: b.Catalog, Message: waitMessage(r, c, b)}
+		return &Waiting{Name: b.Name, Version: b.VersionString, Catalog: b.Catalog, Message: g.message(gd.req, gd.rng, b)}
 	}
 	return nil
 }
@@ -176,5 +244,5 @@ func (s *solver) customize(p deppyresolve.Pipeline) (deppyresolve.Pipeline, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.semverGuardRails(p)
+	return s.guard.Customize(p)
 }
