@@ -38,7 +38,7 @@ var Steps = []Step{
 	{Name: "mark the Subscription as being migrated", skipFrom: PhaseReleasing, do: annotateSubscription},
 	{Name: "create the Catalog", skipFrom: PhaseReleasing, do: createCatalog},
 	{Name: "create the Operator (collisionPolicy IfNoController, deletionPolicy Orphan)", skipFrom: PhaseReleasing, do: createOperator},
-	{Name: "wait until the Operator is Installed and OLM v1 owns every adopted object", skipFrom: PhaseReleasing, do: waitInstalled},
+	{Name: "wait until the Operator is Installed and Healthy and OLM v1 owns every adopted object", skipFrom: PhaseReleasing, do: waitInstalled},
 	{Name: "record phase Releasing on the Operator", skipFrom: PhaseReleasing, do: setPhase(PhaseReleasing)},
 	{Name: "delete the Subscription (OLM v0 stops resolving and upgrading)", skipFrom: PhaseComplete, do: deleteSubscription},
 	{Name: "remove OLM v0's labels from cluster-scoped objects (OLM v0 deletes what they select with the CSV)", skipFrom: PhaseComplete, do: releaseClusterScoped},
@@ -157,7 +157,7 @@ func createOperator(ctx context.Context, m *Migration) error {
 	return ignoreExists(m.c.Create(ctx, want))
 }
 
-// waitInstalled waits until the Operator is Installed with the pinned version, and every object
+// waitInstalled waits until the Operator is Installed with the pinned version and Healthy, and every object
 // OLM v1 renders and OLM v0 created carries the owner label of the Operator's BundleDeployment.
 func waitInstalled(ctx context.Context, m *Migration) error {
 	var last error
@@ -205,6 +205,13 @@ func installedErr(op *operatorsv1alpha1.Operator, version string) error {
 		return fmt.Errorf("Operator %s: Installed=%s (%s): %s", op.Name, c.Status, c.Reason, c.Message)
 	case op.Status.InstalledBundle == nil || op.Status.InstalledBundle.Version != version:
 		return fmt.Errorf("Operator %s: installed bundle %+v, want version %s", op.Name, op.Status.InstalledBundle, version)
+	}
+	// The adopted Deployments must be ready under OLM v1 before OLM v0 lets go.
+	if h := apimeta.FindStatusCondition(op.Status.Conditions, operatorsv1alpha1.TypeHealthy); h == nil || h.ObservedGeneration != op.Generation || h.Status != metav1.ConditionTrue {
+		if h == nil {
+			return fmt.Errorf("Operator %s: Installed, not Healthy yet", op.Name)
+		}
+		return fmt.Errorf("Operator %s: Installed, Healthy=%s (%s): %s", op.Name, h.Status, h.Reason, h.Message)
 	}
 	return nil
 }
