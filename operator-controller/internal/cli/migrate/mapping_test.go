@@ -182,7 +182,9 @@ func toAny(m map[string]string) map[string]any {
 func TestCompareClassifiesAndFindsTemplateDifferences(t *testing.T) {
 	yes := true
 	live := []*unstructured.Unstructured{
-		deploymentObj("op", map[string]string{"olm.operatorGroup": "og", "olm.targetNamespaces": ""}, []any{map[string]any{"name": "OPERATOR_CONDITION_NAME", "value": "op.v1"}}, nil),
+		deploymentObj("op", map[string]string{"olm.operatorGroup": "og", "olm.targetNamespaces": ""}, []any{map[string]any{"name": "OPERATOR_CONDITION_NAME", "value": "op.v1"}},
+			// A controller reference to the CSV does not block: its flag is cleared first.
+			map[string]any{"ownerReferences": []any{map[string]any{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "c", "controller": yes}}}),
 		{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": "op.v1-sa-abc", "namespace": "ops", "labels": map[string]any{LabelOwner: "op.v1"}}}},
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "extra", "namespace": "ops"}}},
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "sa", "namespace": "ops",
@@ -193,7 +195,7 @@ func TestCompareClassifiesAndFindsTemplateDifferences(t *testing.T) {
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "sa", "namespace": "ops"}}},
 		{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": "widget-sa", "namespace": "ops"}}},
 	}
-	r := Compare(live, rendered, "widget")
+	r := Compare(live, rendered, "widget", "op.v1")
 	var got []string
 	for _, o := range r.Objects {
 		got = append(got, o.Action+" "+o.Kind+" "+o.Name)
@@ -204,6 +206,9 @@ func TestCompareClassifiesAndFindsTemplateDifferences(t *testing.T) {
 	}
 	if len(r.Blockers) != 1 || !strings.Contains(r.Blockers[0], "ServiceAccount ops/sa has a controller (Thing t)") {
 		t.Errorf("blockers %q", r.Blockers)
+	}
+	if len(r.ControllerFlags) != 1 || r.ControllerFlags[0].Name != "op" {
+		t.Errorf("controller flags to clear: %+v", r.ControllerFlags)
 	}
 	wantDiff := []string{
 		"Deployment ops/op: container manager: env is [OPERATOR_CONDITION_NAME=op.v1], OLM v1 renders []",
@@ -242,7 +247,7 @@ func TestPhaseOrderSkipsDoneSteps(t *testing.T) {
 	if got := len(remainingSteps("")); got != len(Steps) {
 		t.Errorf("new migration: %d steps", got)
 	}
-	if got := remainingSteps(PhaseReleasing); len(got) != 7 || !strings.HasPrefix(got[0], "6. delete the Subscription") {
+	if got := remainingSteps(PhaseReleasing); len(got) != 7 || !strings.HasPrefix(got[0], "7. delete the Subscription") {
 		t.Errorf("releasing: %q", got)
 	}
 	if got := remainingSteps(PhaseComplete); len(got) != 0 {

@@ -89,6 +89,9 @@ func Prepare(ctx context.Context, c client.Client, ns, name string) (*Migration,
 	}
 	plan.Objects, plan.Differences = r.Objects, r.Differences
 	plan.Blockers = append(plan.Blockers, r.Blockers...)
+	for _, o := range r.ControllerFlags {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("%s %s: its ownerReference to CSV %s is marked controller; the flag is cleared before the Operator is created, so that collisionPolicy IfNoController may adopt it (OLM v0 finds what a CSV owns by UID and labels, not by that flag)", o.Kind, o.Name, m.CSV))
+	}
 	if len(r.Differences) > 0 {
 		plan.Blockers = append(plan.Blockers, fmt.Sprintf("OLM v1 would render %d difference(s) in the running pod templates (listed above): adopting would replace the operator's pods; keep it on OLM v0, or set the missing values in the Subscription's spec.config so that both agree", len(r.Differences)))
 	}

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -61,6 +62,8 @@ type Rendered struct {
 	Differences []string
 	// Blockers are objects OLM v1 could not adopt.
 	Blockers []string
+	// ControllerFlags are the adopted objects whose ownerReference to the CSV is marked controller.
+	ControllerFlags []Object
 }
 
 // Render renders the installed CSV (and the CRDs it owns, as they are in the cluster) the way
@@ -114,7 +117,7 @@ func Render(ctx context.Context, st *V0, op *operatorsv1alpha1.Operator, mapper 
 			return nil, err
 		}
 	}
-	return Compare(st.Marked, objs, op.Name), nil
+	return Compare(st.Marked, objs, op.Name, st.CSV.Name), nil
 }
 
 func ensureDeploymentConfig(op *operatorsv1alpha1.Operator) *rukpakv1alpha1.DeploymentConfig {
@@ -160,8 +163,10 @@ func MissingTemplateAnnotations(marked, rendered []*unstructured.Unstructured) m
 	return out
 }
 
-// Compare classifies the rendered objects against the live objects OLM v0 marked (pure).
-func Compare(marked, rendered []*unstructured.Unstructured, operator string) *Rendered {
+// Compare classifies the rendered objects against the live objects OLM v0 marked (pure). csv is
+// the installed CSV's name: an ownerReference to it that is marked controller does not block the
+// adoption (its flag is cleared first, see clearControllerFlags); any other controller does.
+func Compare(marked, rendered []*unstructured.Unstructured, operator, csv string) *Rendered {
 	out := &Rendered{}
 	live := map[string]*unstructured.Unstructured{}
 	for _, u := range marked {
@@ -175,8 +180,10 @@ func Compare(marked, rendered []*unstructured.Unstructured, operator string) *Re
 		l, ok := live[k]
 		if ok {
 			o.Action = ActionAdopt
-			if c := controllerOf(l); c != "" {
-				out.Blockers = append(out.Blockers, fmt.Sprintf("%s %s has a controller (%s): OLM v1 adopts only objects without one; remove that ownerReference's controller flag or delete the object", r.GetKind(), nsName(r), c))
+			if c := metav1.GetControllerOfNoCopy(l); c != nil && !isCSVRef(*c, csv) {
+				out.Blockers = append(out.Blockers, fmt.Sprintf("%s %s has a controller (%s %s): OLM v1 adopts only objects without one; remove that ownerReference's controller flag or delete the object", r.GetKind(), nsName(r), c.Kind, c.Name))
+			} else if c != nil {
+				out.ControllerFlags = append(out.ControllerFlags, o)
 			}
 			if owner := l.GetLabels()[rukpakOwnerNameLabel]; owner != "" && owner != operator {
 				out.Blockers = append(out.Blockers, fmt.Sprintf("%s %s is owned by OLM v1's BundleDeployment %q: two installations cannot own one object", r.GetKind(), nsName(r), owner))
@@ -205,13 +212,8 @@ func Compare(marked, rendered []*unstructured.Unstructured, operator string) *Re
 // after the CSV and a hash): OLM v1 creates the same rules under its names, and OLM v0's are deleted.
 var supersededKinds = map[string]bool{"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true}
 
-func controllerOf(u *unstructured.Unstructured) string {
-	for _, r := range u.GetOwnerReferences() {
-		if r.Controller != nil && *r.Controller {
-			return r.Kind + " " + r.Name
-		}
-	}
-	return ""
+func isCSVRef(r metav1.OwnerReference, csv string) bool {
+	return r.Kind == CSVOwnerKind && r.Name == csv
 }
 
 func nsName(u *unstructured.Unstructured) string {

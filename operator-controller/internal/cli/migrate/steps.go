@@ -37,6 +37,7 @@ type Step struct {
 var Steps = []Step{
 	{Name: "mark the Subscription as being migrated", skipFrom: PhaseReleasing, do: annotateSubscription},
 	{Name: "create the Catalog", skipFrom: PhaseReleasing, do: createCatalog},
+	{Name: "clear the controller flag of ownerReferences to the CSV on the objects to adopt", skipFrom: PhaseReleasing, do: clearControllerFlags},
 	{Name: "create the Operator (collisionPolicy IfNoController, deletionPolicy Orphan)", skipFrom: PhaseReleasing, do: createOperator},
 	{Name: "wait until the Operator is Installed and Healthy and OLM v1 owns every adopted object", skipFrom: PhaseReleasing, do: waitInstalled},
 	{Name: "record phase Releasing on the Operator", skipFrom: PhaseReleasing, do: setPhase(PhaseReleasing)},
@@ -145,6 +146,44 @@ func createCatalog(ctx context.Context, m *Migration) error {
 
 func sameImage(a, b *catalogdv1alpha1.Catalog) bool {
 	return a.Spec.Source.Image != nil && b.Spec.Source.Image != nil && a.Spec.Source.Image.Ref == b.Spec.Source.Image.Ref
+}
+
+// clearControllerFlags sets controller: false on the ownerReferences to the CSV of the objects OLM
+// v1 adopts: collisionPolicy IfNoController adopts no object with a controller. OLM v0 writes these
+// references without the flag (ownerutil.AddNonBlockingOwner); this covers objects written otherwise.
+// The reference itself stays until OLM v1 owns the object.
+func clearControllerFlags(ctx context.Context, m *Migration) error {
+	adopt := map[string]bool{}
+	for _, o := range m.Plan.Objects {
+		if o.Action == ActionAdopt {
+			adopt[o.key()] = true
+		}
+	}
+	st, err := m.v0(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range st.Marked {
+		if !adopt[keyOf(u)] {
+			continue
+		}
+		refs, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
+		changed := false
+		for _, r := range refs {
+			rm, _ := r.(map[string]any)
+			if rm["kind"] == CSVOwnerKind && rm["name"] == m.CSV && rm["controller"] == true {
+				rm["controller"] = false
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if err := patchObject(ctx, m.c, u, map[string]any{"metadata": map[string]any{"resourceVersion": u.GetResourceVersion(), "ownerReferences": refs}}); err != nil {
+			return fmt.Errorf("%s %s: %w", u.GetKind(), nsName(u), err)
+		}
+	}
+	return nil
 }
 
 func createOperator(ctx context.Context, m *Migration) error {

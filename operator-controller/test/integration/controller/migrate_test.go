@@ -224,10 +224,12 @@ func TestMigrateAllNamespacesOperatorInPlace(t *testing.T) {
 	}
 }
 
+// TestMigrateOwnNamespaceOperatorWithConfigInPlace: OwnNamespace, Manual approval,
+// Subscription.spec.config, and a Deployment whose ownerReference to the CSV is marked controller.
 func TestMigrateOwnNamespaceOperatorWithConfigInPlace(t *testing.T) {
 	playCatalogdAndRukpak(t)
 	_, cr := v0Install(t, "gizmo-own", "mig-own", v0fixture.Options{
-		Targets: []string{"mig-own"}, Approval: v0.ApprovalManual,
+		Targets: []string{"mig-own"}, Approval: v0.ApprovalManual, ControllerRef: true,
 		Config: &v0.SubscriptionConfig{Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, {Name: "EXTRA", Value: "1"}}},
 	})
 	before := getDeployment(t, "mig-own")

@@ -97,6 +97,9 @@ type Options struct {
 	CatalogSource, CatalogNamespace, CatalogImage string
 	Approval                                      v0.Approval
 	Config                                        *v0.SubscriptionConfig
+	// ControllerRef marks the Deployments' ownerReference to the CSV controller: OLM v0 does not,
+	// but objects written by other means (or edited) may.
+	ControllerRef bool
 	// ExtraSubscriptions are other Subscriptions OLM v0 holds in the same namespace (a shared
 	// OperatorGroup); only the Subscription objects are written.
 	ExtraSubscriptions []string
@@ -207,6 +210,10 @@ func Install(ctx context.Context, c client.Client, o Options) (*Installed, error
 	out := &Installed{CSV: csv}
 	for _, spec := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		d := deployment(csv, spec, o.Config, owner, merge(ownerLabels, map[string]string{component: ""}))
+		if o.ControllerRef {
+			yes := true
+			d.OwnerReferences[0].Controller = &yes
+		}
 		if err := c.Create(ctx, d, client.FieldOwner(olmManager)); err != nil {
 			return nil, fmt.Errorf("creating Deployment %s: %w", d.Name, err)
 		}
