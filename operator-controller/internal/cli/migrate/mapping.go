@@ -114,7 +114,7 @@ func Map(st *V0) (*Target, []string) {
 		for _, c := range st.CopiedCSVs {
 			ns = append(ns, c.Namespace)
 		}
-		t.Notes = append(t.Notes, fmt.Sprintf("copied CSVs in %s are ignored: OLM v0 writes them for its UI only and deletes them when the CSV is deleted (OLM v1 has none)", strings.Join(ns, ", ")))
+		t.Notes = append(t.Notes, fmt.Sprintf("copied CSVs in %s are ignored: OLM v0 writes them for its UI only; they are deleted with the CSV (OLM v1 has none)", strings.Join(ns, ", ")))
 	}
 	return t, blockers
 }

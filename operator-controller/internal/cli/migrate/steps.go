@@ -45,7 +45,7 @@ var Steps = []Step{
 	{Name: "remove OLM v0's labels from cluster-scoped objects (OLM v0 deletes what they select with the CSV)", skipFrom: PhaseComplete, do: releaseClusterScoped},
 	{Name: "remove ownerReferences to the CSV (the garbage collector deletes what they point from)", skipFrom: PhaseComplete, do: removeOwnerReferences},
 	{Name: "delete OLM v0's RBAC that OLM v1 replaced", skipFrom: PhaseComplete, do: deleteSuperseded},
-	{Name: "delete the CSV (propagationPolicy Orphan) and its OperatorCondition", skipFrom: PhaseComplete, do: deleteCSV},
+	{Name: "delete the CSV (propagationPolicy Orphan), its copies and its OperatorCondition", skipFrom: PhaseComplete, do: deleteCSV},
 	{Name: "remove OLM v0's labels from the remaining objects", skipFrom: PhaseComplete, do: releaseNamespaced},
 	{Name: "set deletionPolicy Delete and phase Complete on the Operator", skipFrom: PhaseComplete, do: complete},
 }
@@ -326,8 +326,18 @@ func (m *Migration) superseded(u *unstructured.Unstructured) bool {
 // deleteCSV deletes the CSV with propagationPolicy Orphan: should an ownerReference to it have
 // come back meanwhile, the garbage collector removes it instead of deleting the object.
 func deleteCSV(ctx context.Context, m *Migration) error {
+	st, err := m.v0(ctx)
+	if err != nil {
+		return err
+	}
 	if err := deleteV0(ctx, m.c, GVKCSV, m.Namespace, m.CSV, metav1.DeletePropagationOrphan); err != nil {
 		return err
+	}
+	// OLM v0 deletes the copies of a deleted CSV itself; OLM v0 may be gone already.
+	for _, cp := range st.CopiedCSVs {
+		if err := deleteV0(ctx, m.c, GVKCSV, cp.Namespace, cp.Name, metav1.DeletePropagationBackground); err != nil {
+			return err
+		}
 	}
 	return deleteV0(ctx, m.c, GVKOperatorCondition, m.Namespace, m.CSV, metav1.DeletePropagationBackground)
 }

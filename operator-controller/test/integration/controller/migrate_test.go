@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -196,7 +197,11 @@ func contains(l []string, s string) bool {
 
 func TestMigrateAllNamespacesOperatorInPlace(t *testing.T) {
 	playCatalogdAndRukpak(t)
-	_, cr := v0Install(t, "gizmo-all", "mig-all", v0fixture.Options{})
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mig-all-watched"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	_, cr := v0Install(t, "gizmo-all", "mig-all", v0fixture.Options{CopyTo: []string{"mig-all-watched"}})
 	before := getDeployment(t, "mig-all")
 
 	out, err := runMigrate(t, "mig-all", false, 0)
@@ -209,12 +214,18 @@ func TestMigrateAllNamespacesOperatorInPlace(t *testing.T) {
 		"package gizmo-all, channel stable, version 1.2.0, upgradePolicy Automatic, installNamespace mig-all, watchNamespaces all namespaces, collisionPolicy IfNoController",
 		"Pod templates: OLM v1 renders the running pod templates unchanged",
 		"Subscription mig-all/gizmo: migrated to Operator gizmo-all",
+		"Note: copied CSVs in mig-all-watched are ignored",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
 	op := checkMigrated(t, "gizmo-all", "mig-all", before, cr)
+	copied := &unstructured.Unstructured{}
+	copied.SetGroupVersionKind(migrate.GVKCSV)
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "mig-all-watched", Name: "gizmo-operator.v1.2.0"}, copied); !apierrors.IsNotFound(err) {
+		t.Errorf("the copied CSV is still there: %v", err)
+	}
 	if len(op.Spec.WatchNamespaces) != 0 || op.Spec.UpgradePolicy != operatorsv1alpha1.UpgradePolicyAutomatic {
 		t.Errorf("watchNamespaces %v, upgradePolicy %s", op.Spec.WatchNamespaces, op.Spec.UpgradePolicy)
 	}

@@ -97,6 +97,9 @@ type Options struct {
 	CatalogSource, CatalogNamespace, CatalogImage string
 	Approval                                      v0.Approval
 	Config                                        *v0.SubscriptionConfig
+	// CopyTo are namespaces that get a copied CSV (as OLM v0 writes into every target namespace of an
+	// AllNamespaces or MultiNamespace OperatorGroup; the namespaces must exist).
+	CopyTo []string
 	// ControllerRef marks the Deployments' ownerReference to the CSV controller: OLM v0 does not,
 	// but objects written by other means (or edited) may.
 	ControllerRef bool
@@ -178,6 +181,15 @@ func Install(ctx context.Context, c client.Client, o Options) (*Installed, error
 	}
 	if err := createWithStatus(ctx, c, migrate.GVKCSV, csv, catalogManager); err != nil {
 		return nil, err
+	}
+
+	for _, ns := range o.CopyTo {
+		cp := &v0.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: csv.Name, Namespace: ns,
+			Labels: map[string]string{migrate.LabelCopiedFrom: csv.Namespace}, Annotations: csv.Annotations}, Spec: csv.Spec}
+		cp.Status = v0.ClusterServiceVersionStatus{Phase: v0.CSVPhaseSucceeded, Reason: v0.CSVReasonCopied, Message: "The operator is running in " + csv.Namespace + " but is managing this namespace"}
+		if err := createWithStatus(ctx, c, migrate.GVKCSV, cp, olmManager); err != nil {
+			return nil, err
+		}
 	}
 
 	// The Subscription and, in a shared OperatorGroup, the others.
