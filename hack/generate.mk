@@ -20,6 +20,18 @@ GEN_MODULES            := rukpak catalogd operator-controller
 GEN_CRD_DIR            := config/crd/bases
 # crd:maxDescLen=0 would drop the godoc; keep it so that `kubectl explain` shows every field.
 GEN_CRD_OPTIONS        := crd
+# CRDs a module serves with an upstream schema rather than its own API types: <module>:<go module>:<file
+# in that module's crds package>. They are copied, as they are, from the version the module's go.mod
+# requires (operator-controller serves OLM v0's OperatorCondition for operators that set Upgradeable).
+GEN_UPSTREAM_CRDS      := operator-controller:github.com/operator-framework/api:operators.coreos.com_operatorconditions.yaml
+# gen_upstream_crds copies the upstream CRDs of module $(1) into directory $(2).
+define gen_upstream_crds
+for u in $(GEN_UPSTREAM_CRDS); do \
+	um=$${u%%:*}; rest=$${u#*:}; [ "$$um" = "$(1)" ] || continue; \
+	dir=$$(cd "$(GEN_ROOT)/$(1)" && go list -m -f '{{.Dir}}' "$${rest%%:*}"); \
+	cp "$$dir/crds/$${rest#*:}" "$(2)/" && chmod 0644 "$(2)/$${rest#*:}"; \
+done
+endef
 
 $(GEN_CONTROLLER_GEN): $(GEN_TOOLS_DIR)/go.mod $(GEN_TOOLS_DIR)/go.sum
 	@mkdir -p $(GEN_BIN_DIR)
@@ -34,6 +46,7 @@ generate: $(GEN_CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from the AP
 		$(GEN_CONTROLLER_GEN) object paths=./api/...; \
 		rm -f $(GEN_CRD_DIR)/*.yaml; \
 		$(GEN_CONTROLLER_GEN) $(GEN_CRD_OPTIONS) paths=./api/... output:crd:dir=$(GEN_CRD_DIR); \
+		$(call gen_upstream_crds,$$m,$(GEN_ROOT)/$$m/$(GEN_CRD_DIR)); \
 	done
 	@$(MAKE) --no-print-directory generate-deploy
 
@@ -52,6 +65,7 @@ verify-generate: $(GEN_CONTROLLER_GEN) ## Fail when generated deepcopy code or C
 		done; \
 		mkdir -p "$$tmp/$$m/crd"; \
 		$(GEN_CONTROLLER_GEN) $(GEN_CRD_OPTIONS) paths=./api/... output:crd:dir="$$tmp/$$m/crd"; \
+		$(call gen_upstream_crds,$$m,$$tmp/$$m/crd); \
 		mkdir -p "$(GEN_CRD_DIR)" && diff -ru "$(GEN_CRD_DIR)" "$$tmp/$$m/crd" || stale=1; \
 	done; \
 	if [ "$$stale" -ne 0 ]; then \

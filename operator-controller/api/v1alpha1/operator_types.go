@@ -222,6 +222,12 @@ const (
 	// 0.0.x), which is not installed by itself: set spec.version to a range that includes it,
 	// approve it (upgradePolicy Manual), or set spec.upgradeScope AnyVersion.
 	ReasonSemverGuardRail = "SemverGuardRail"
+	// ReasonUpgradeBlocked (UpgradeAvailable=True): the installed operator's OperatorCondition
+	// (operators.coreos.com/v2, named like its ClusterServiceVersion, in the install namespace) says
+	// Upgradeable=False, in spec.conditions (set by the operator) or spec.overrides (set by an
+	// admin): the resolved upgrade waits, and is installed once that condition is removed or True
+	// (or an override Upgradeable=True is added).
+	ReasonUpgradeBlocked = "UpgradeBlocked"
 	// ReasonUpToDate (UpgradeAvailable=False): the installed bundle is the best resolvable one.
 	ReasonUpToDate = "UpToDate"
 )

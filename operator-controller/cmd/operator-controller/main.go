@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -38,10 +39,11 @@ func main() {
 			"operators.operators.operatorframework.io",
 			"catalogs.catalogd.operatorframework.io",
 			"bundledeployments.core.rukpak.io",
+			"operatorconditions.operators.coreos.com",
 		},
 		AddToScheme: []func(*runtime.Scheme) error{
 			operatorsv1alpha1.AddToScheme, catalogdv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme,
-			catalogs.AddToScheme,
+			catalogs.AddToScheme, operatorsv2.AddToScheme,
 		},
 		DefaultMetricsPort: 9443,
 		DefaultProbePort:   9081,

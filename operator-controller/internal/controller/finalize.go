@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -37,6 +38,10 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 	// The dependency Operators it created go when nothing else needs them (the garbage collector
 	// would delete them once this Operator is gone; this does not wait for it).
 	if err := r.releaseDependencies(ctx, op, nil); err != nil {
+		return err
+	}
+	// Its OperatorConditions, Roles and RoleBindings too (the garbage collector would, later).
+	if err := r.removeOperatorConditions(ctx, op, types.NamespacedName{}); err != nil {
 		return err
 	}
 	if bd != nil && bd.DeletionTimestamp.IsZero() {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,8 +103,12 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	obs := observations{bd: bd, direct: op.Spec.IsDirect()}
 	if !obs.direct {
 		obs = r.resolution(ctx, op, bd)
+		r.holdUpgrade(ctx, op, &obs)
 	}
 	r.apply(ctx, op, &obs)
+	if !obs.direct && obs.bd != nil && obs.applyErr == nil {
+		obs.applyErr = installFailed(r.ensureOperatorCondition(ctx, op, obs.bd))
+	}
 	setStatus(op, obs)
 	if err := r.patchStatus(ctx, before, op); err != nil {
 		return ctrl.Result{}, err
@@ -145,7 +151,8 @@ func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alph
 }
 
 // apply writes what the resolution asks for and records it in obs: nothing while op is paused before
-// anything was installed; op's direct bundle (installDirect); the resolved bundle (install); or,
+// anything was installed; op's direct bundle (installDirect); op's settings only when its
+// OperatorCondition holds the resolved upgrade (holdUpgrade); the resolved bundle (install); or,
 // when nothing resolved, op's settings (config, policies, pause: what needs no resolution) to the
 // installed BundleDeployment, which stays (orphaning an Operator whose catalog is gone, or changing
 // its config, must work).
@@ -155,6 +162,10 @@ func (r *OperatorReconciler) apply(ctx context.Context, op *operatorsv1alpha1.Op
 		obs.pausedBeforeInstall = true
 	case obs.direct:
 		obs.applyErr = r.installDirect(ctx, op, obs)
+	case obs.held != nil:
+		// The installed bundle stays; its settings still apply.
+		bd, changed, err := r.ensureSettings(ctx, op, obs.bd)
+		obs.bd, obs.settingsApplied, obs.applyErr = bd, changed, installFailed(err)
 	case obs.outcome != nil && obs.outcome.Bundle != nil:
 		obs.applyErr = r.install(ctx, op, obs)
 	case obs.bd != nil:
@@ -326,6 +337,9 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	if err != nil {
 		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 	}
+	if wantsConditionEnv(have, &want.Spec, b.Name) {
+		withConditionEnv(&want.Spec, b.Name)
+	}
 	return r.writeBundleDeployment(ctx, have, want, "bundle", b.Name, "image", b.Image)
 }
 
@@ -371,6 +385,10 @@ func (r *OperatorReconciler) ensureSettings(ctx context.Context, op *operatorsv1
 		return bd, nil, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed,
 			fmt.Errorf("the installed bundle (BundleDeployment %q) %w", bd.Name, err))
 	}
+	if hasConditionEnv(&bd.Spec) {
+		// spec.config is op's: keep OPERATOR_CONDITION_NAME the installed bundle was given.
+		withConditionEnv(want, bd.Annotations[AnnotationBundleName])
+	}
 	changed := settingsChanged(&bd.Spec, want)
 	if len(changed) == 0 {
 		return bd, nil, nil
@@ -413,7 +431,18 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rukpakv1alpha1.BundleDeployment{}).
 		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged())).
+		// Only those it created are cached: an Upgradeable change re-reconciles their Operator.
+		Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
 		Complete(r)
+}
+
+// ownerOperator maps an object operator-controller created for an Operator to that Operator.
+func ownerOperator(_ context.Context, obj client.Object) []reconcile.Request {
+	if obj.GetLabels()[LabelOwnerKind] != "Operator" || obj.GetLabels()[LabelOwnerName] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetLabels()[LabelOwnerName]}}}
 }
 
 // catalogChanged passes creations, deletions and updates that change what resolution sees: content
@@ -432,15 +461,17 @@ func catalogChanged() predicate.Predicate {
 	}
 }
 
-// CacheOptions scopes the manager's cache: only the BundleDeployments operator-controller created,
-// and no managedFields. Namespaces and CatalogMetadata are read directly, never cached.
+// CacheOptions scopes the manager's cache: only the BundleDeployments, OperatorConditions and
+// RoleBindings operator-controller created, and no managedFields. Namespaces, ServiceAccounts, Roles
+// and CatalogMetadata are read directly, never cached.
 func CacheOptions() cache.Options {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelOwnerKind: "Operator"})}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&rukpakv1alpha1.BundleDeployment{}: {
-				Label: labels.SelectorFromSet(labels.Set{LabelOwnerKind: "Operator"}),
-			},
+			&rukpakv1alpha1.BundleDeployment{}: owned,
+			&operatorsv2.OperatorCondition{}:   owned,
+			&rbacv1.RoleBinding{}:              owned,
 		},
 	}
 }

@@ -46,6 +46,9 @@ type observations struct {
 	// direct is set when the Operator installs a bundle directly (spec.source.type Bundle): no
 	// resolution ran, and what is installed is named by its source.
 	direct bool
+	// held is set when the installed bundle's OperatorCondition says Upgradeable=False and the
+	// resolved upgrade is therefore not installed (holdUpgrade).
+	held *heldUpgrade
 	// settingsApplied names the settings (spec.config, spec.paused, ...) this reconcile applied to
 	// the installed BundleDeployment while nothing resolved (ensureSettings).
 	settingsApplied []string
@@ -106,7 +109,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	default:
 		bundle = obs.outcome.Bundle
 		op.Status.ResolvedBundle = bundleMetadata(bundleAnnotations(bundle), bundle.Image)
-		if obs.applyErr == nil || obs.dependencies != nil {
+		if obs.held == nil && (obs.applyErr == nil || obs.dependencies != nil) {
 			op.Status.Dependencies = obs.dependencies
 		}
 		msg := fmt.Sprintf("resolved to bundle %s (version %s) from catalog %q", bundle.Name, bundle.Version, bundle.Catalog)
@@ -114,6 +117,9 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 			msg += "; " + tie
 		}
 		msg += skippedNote(obs.outcome.Skipped)
+		if obs.held != nil {
+			msg += fmt.Sprintf("; not installed: OperatorCondition %s/%s holds the upgrade (see UpgradeAvailable)", obs.held.namespace, obs.held.name)
+		}
 		set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonResolutionSucceeded, msg)
 	}
 
@@ -121,6 +127,10 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	setInstalled(op, obs, installed, set)
 	setHealthy(op, obs.bd, set)
 	setDeprecated(op, bundle, set)
+	if obs.held != nil {
+		set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionTrue, operatorsv1alpha1.ReasonUpgradeBlocked, obs.held.message())
+		return
+	}
 	setUpgradeAvailable(op, obs.outcome, installed, set)
 }
 

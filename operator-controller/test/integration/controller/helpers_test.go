@@ -104,6 +104,13 @@ func createOperator(t *testing.T, name string, spec operatorsv1alpha1.OperatorSp
 		_ = k8s.Delete(ctx, op)
 		// envtest runs no garbage collector: remove what the Operator owned ourselves.
 		_ = k8s.Delete(ctx, &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		// A later test may reuse the name: wait until the finalizer let it go.
+		eventually(t, "Operator "+name+" deleted", func() error {
+			if _, err := getOperator(name); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there: %v", err)
+			}
+			return nil
+		})
 	})
 	return op
 }

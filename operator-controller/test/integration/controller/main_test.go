@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -37,6 +39,8 @@ var (
 	cache    *catalogs.Cache
 	// disc reads the API server's discovery (its version).
 	disc discovery.DiscoveryInterface
+	// restConfig is the API server's admin config (copied to impersonate a ServiceAccount).
+	restConfig *rest.Config
 )
 
 // fixtureReader serves catalog content from FBC strings the tests set.
@@ -69,7 +73,7 @@ func TestMain(m *testing.M) {
 			filepath.Join(root, "catalogd", "config", "crd", "bases"),
 			filepath.Join(root, "rukpak", "config", "crd", "bases"),
 		},
-		AddToScheme: []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme, catalogdv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme, catalogdv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme, operatorsv2.AddToScheme},
 	}, setup))
 }
 
@@ -107,6 +111,6 @@ func setup(s *apiservertest.Suite) error {
 		<-done
 		return nil
 	})
-	k8s = s.Client
+	k8s, restConfig = s.Client, s.Config
 	return nil
 }

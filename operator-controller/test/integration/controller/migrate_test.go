@@ -26,6 +26,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/command"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/migrate"
 	"github.com/olmv1/olmv1/operator-controller/internal/cli/migrate/v0fixture"
+	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 )
 
@@ -155,7 +156,8 @@ func checkMigrated(t *testing.T, pkg, ns string, before *appsv1.Deployment, cr *
 		t.Fatal(err)
 	}
 	for _, r := range roles.Items {
-		if r.Labels[rukpakOwnerName] != pkg {
+		// operator-controller's Role for the Operator's OperatorCondition is OLM v1's too.
+		if r.Labels[rukpakOwnerName] != pkg && r.Labels[controller.LabelOwnerName] != pkg {
 			t.Errorf("Role %s is not OLM v1's: labels %v", r.Name, r.Labels)
 		}
 	}

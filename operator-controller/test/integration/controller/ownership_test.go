@@ -143,7 +143,9 @@ func TestConfigReachesTheBundleDeploymentWithTheCatalogDeleted(t *testing.T) {
 		if bd.Spec.Source.Image.Ref != image("nu", "1.0.0") {
 			return fmt.Errorf("the BundleDeployment moved to %s", bd.Spec.Source.Image.Ref)
 		}
-		if c := bd.Spec.Config; c == nil || c.DeploymentConfig == nil || len(c.DeploymentConfig.Env) != 1 || c.DeploymentConfig.Env[0] != env {
+		// OPERATOR_CONDITION_NAME, given with the install, is kept.
+		ours := corev1.EnvVar{Name: controller.OperatorConditionEnv, Value: "nu.v1.0.0"}
+		if c := bd.Spec.Config; c == nil || c.DeploymentConfig == nil || len(c.DeploymentConfig.Env) != 2 || c.DeploymentConfig.Env[0] != env || c.DeploymentConfig.Env[1] != ours {
 			return fmt.Errorf("config %+v", bd.Spec.Config)
 		}
 		if !bd.Spec.Paused {
