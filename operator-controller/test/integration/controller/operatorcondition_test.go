@@ -277,3 +277,66 @@ func TestOperatorConditionNotCreatedByOLMIsLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorConditionDoesNotHoldADowngrade: Upgradeable=False holds upgrades only: lowering
+// spec.version (with upgradeConstraintPolicy Ignore) still moves the Operator down.
+func TestOperatorConditionDoesNotHoldADowngrade(t *testing.T) {
+	serveCatalog(t, "oc-down", "h1", packageFBC("upsilon", bundleFBC{version: "1.0.0"}, bundleFBC{version: "1.1.0", replaces: "1.0.0"}), nil)
+	createOperator(t, "upsilon-op", operatorsv1alpha1.OperatorSpec{PackageName: "upsilon"})
+	waitForBDImage(t, "upsilon-op", image("upsilon", "1.1.0"))
+	playRukpakRevision(t, "upsilon-op", "upsilon-operator", 1)
+	waitForOperatorCondition(t, "upsilon", "upsilon.v1.1.0", "upsilon-op", "upsilon-operator")
+	setUpgradeable(t, asServiceAccount(t, "upsilon", "upsilon-operator"), "upsilon", "upsilon.v1.1.0", false, metav1.ConditionFalse, "Busy", "not now")
+
+	updateOperator(t, "upsilon-op", func(op *operatorsv1alpha1.Operator) {
+		op.Spec.Version = "1.0.0"
+		op.Spec.UpgradeConstraintPolicy = operatorsv1alpha1.UpgradeConstraintPolicyIgnore
+	})
+	waitForBDImage(t, "upsilon-op", image("upsilon", "1.0.0"))
+}
+
+// TestOperatorInstalledBeforeOperatorConditionsIsNotRestarted: a BundleDeployment written before
+// operator-controller set OPERATOR_CONDITION_NAME (as after an upgrade of OLM) does not get the
+// variable for the bundle it runs (which would roll the operator's pods), but its OperatorCondition
+// is created (an admin's override can hold it); the next upgrade brings the variable.
+func TestOperatorInstalledBeforeOperatorConditionsIsNotRestarted(t *testing.T) {
+	serveCatalog(t, "oc-before", "h1", packageFBC("phi", bundleFBC{version: "1.0.0"}), nil)
+	createOperator(t, "phi-op", operatorsv1alpha1.OperatorSpec{PackageName: "phi"})
+	waitForBDImage(t, "phi-op", image("phi", "1.0.0"))
+	// As an earlier operator-controller wrote it: no variable.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bd, err := getBD("phi-op")
+		if err != nil {
+			return err
+		}
+		bd.Spec.Config = nil
+		return k8s.Update(context.Background(), bd)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	playRukpakRevision(t, "phi-op", "phi-operator", 1)
+	// A change that re-reconciles every Operator (the catalog's content) and one of its own spec.
+	serveCatalog(t, "oc-before", "h1b", packageFBC("phi", bundleFBC{version: "1.0.0"}), nil)
+	updateOperator(t, "phi-op", func(op *operatorsv1alpha1.Operator) { op.Spec.ProgressDeadline = &metav1.Duration{Duration: time.Hour} })
+	eventually(t, "the progress deadline reaches the BundleDeployment", func() error {
+		bd, err := getBD("phi-op")
+		if err == nil && bd.Spec.ProgressDeadline == nil {
+			err = fmt.Errorf("no progressDeadline yet")
+		}
+		return err
+	})
+	waitForOperatorCondition(t, "phi", "phi.v1.0.0", "phi-op", "phi-operator")
+	consistently(t, "the installed bundle gets no OPERATOR_CONDITION_NAME", time.Second, func() error {
+		bd, err := getBD("phi-op")
+		if err == nil && conditionEnv(bd) != "" {
+			err = fmt.Errorf("it got %s=%s", controller.OperatorConditionEnv, conditionEnv(bd))
+		}
+		return err
+	})
+
+	serveCatalog(t, "oc-before", "h2", packageFBC("phi", bundleFBC{version: "1.0.0"}, bundleFBC{version: "1.1.0", replaces: "1.0.0"}), nil)
+	if bd := waitForBDImage(t, "phi-op", image("phi", "1.1.0")); conditionEnv(bd) != "phi.v1.1.0" {
+		t.Errorf("the upgrade did not bring %s: %q", controller.OperatorConditionEnv, conditionEnv(bd))
+	}
+}
