@@ -129,11 +129,12 @@ KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test
 KIND_SHARE            ?= widget-operator
 
 .PHONY: test-real-nodes
-test-real-nodes: ## The real-node and kind tiers of `make test`, with the real-node specs divided between them when both run.
+test-real-nodes: ## The real-node and kind tiers of `make test`, side by side with the real-node specs divided between them when both run.
 	@if docker info >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		echo "=== [real-node] the kind tier runs next: specs labelled $(KIND_SHARE) run there, the others here (docs/kind.md)"; \
-		$(MAKE) --no-print-directory test-real-node REAL_NODE_LABELS='$(REAL_NODE_LABELS) && !$(KIND_SHARE)' && \
-		$(MAKE) --no-print-directory test-kind KIND_REAL_NODE_LABELS='$(REAL_NODE_LABELS) && $(KIND_SHARE)'; \
+		echo "=== [real-node] and [kind] run side by side: specs labelled $(KIND_SHARE) run on kind, the others on this machine's node (docs/kind.md)"; \
+		$(MAKE) --no-print-directory build images $(KIND_DEV) cluster-binaries node-binaries && $(KIND_DEV) image && \
+		$(KIND_TIER_ENV) REAL_NODE_LABELS='$(REAL_NODE_LABELS) && !$(KIND_SHARE)' KIND_REAL_NODE_LABELS='$(REAL_NODE_LABELS) && $(KIND_SHARE)' \
+			hack/real-kubelet-tiers.sh; \
 	else \
 		$(MAKE) --no-print-directory test-real-node && $(MAKE) --no-print-directory test-kind; \
 	fi
@@ -211,21 +212,17 @@ kind-image: $(KIND_DEV) ## Build (once, cached) the kind node image from source:
 kind-cluster: $(KIND_DEV) ## Create (or re-create) the kind cluster KIND_CLUSTER from the node image built here; kubeconfig in bin/kind-kubeconfig and kind's own.
 	$(KIND_DEV) create --name $(KIND_CLUSTER) --kubeconfig $(BIN_DIR)/kind-kubeconfig
 
+# What hack/kind-tier.sh (the kind tier's steps) and hack/real-kubelet-tiers.sh read.
+KIND_TIER_ENV = BIN_DIR=$(BIN_DIR) KIND_DEV=$(KIND_DEV) KIND_CLUSTER=$(KIND_CLUSTER) \
+	KIND_IMAGES='$(addprefix $(IMAGES_DIR)/,$(addsuffix .tar,$(CONTROLLERS)))' REGISTRY=$(REGISTRY) IMAGE_TAG=$(IMAGE_TAG) \
+	KIND_E2E_LABELS='$(KIND_E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT)
+
 # make kind-e2e: the node image (kind-image), a kind cluster from it (kind built from the Go module
 # proxy; through the docker shim when the engine refuses --privileged), the controllers' images loaded,
 # and the e2e specs of KIND_E2E_LABELS against it with the chart's pods really running.
 .PHONY: kind-e2e
 kind-e2e: images $(KIND_DEV) cluster-binaries ## Create a kind cluster from the node image built here, load the images, run the e2e specs (KIND_E2E_LABELS) against it.
-	$(KIND_DEV) create --name $(KIND_CLUSTER) --kubeconfig $(BIN_DIR)/kind-kubeconfig
-	$(KIND_DEV) load --name $(KIND_CLUSTER) $(addprefix $(IMAGES_DIR)/,$(addsuffix .tar,$(CONTROLLERS)))
-	KUBECONFIG=$(BIN_DIR)/kind-kubeconfig E2E_CHART_IMAGE_REGISTRY=$(REGISTRY) E2E_CHART_IMAGE_TAG=$(IMAGE_TAG) E2E_CHART_REAL_CLUSTER=1 \
-		$(MAKE) --no-print-directory test-e2e E2E_LABELS='$(KIND_E2E_LABELS)' && \
-	echo "=== [kind] Tilt's kind mode: its commands run for real against the cluster" && \
-	(cd e2e && OLMV1_KIND_KUBECONFIG=$(BIN_DIR)/kind-kubeconfig go test -count=1 -v -run TestTiltfileKindModeAgainstKind ./tiltfile) && \
-	echo "=== [kind] the real-node specs ($(KIND_REAL_NODE_LABELS)) with kind's kubelet: OLM v1 from the chart and a real operator as pods" && \
-	E2E_KIND_NODE=$(KIND_CLUSTER)-control-plane KUBECONFIG=$(BIN_DIR)/kind-kubeconfig E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) \
-		E2E_LABELS='$(KIND_REAL_NODE_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh real-node e2e; rc=$$?; \
-	$(KIND_DEV) delete --name $(KIND_CLUSTER); exit $$rc
+	$(KIND_TIER_ENV) KIND_REAL_NODE_LABELS='$(KIND_REAL_NODE_LABELS)' hack/kind-tier.sh
 
 .PHONY: kind-install
 kind-install: images ## Install the chart into the kind cluster with the loaded images (no tests); `make kind-e2e` creates the cluster.
