@@ -16,8 +16,9 @@ import (
 )
 
 // waitingVersionRE reads the version of an UpgradeAvailable message of reason SemverGuardRail
-// ("2.0.0 is available but waits: …").
-var waitingVersionRE = regexp.MustCompile(`^(\S+) is available but waits`)
+// ("2.0.0 is available but waits: …") or UpgradeBlocked ("version 1.1.0 (bundle …) is available but
+// blocked: …", held by the installed operator's OperatorCondition).
+var waitingVersionRE = regexp.MustCompile(`^(?:(\S+) is available but waits|version (\S+) \(bundle [^)]*\) is available but blocked)`)
 
 // conditionStatus returns the status of a condition ("" when absent), or "Unknown" when it does not
 // describe generation (0: any generation).
@@ -139,7 +140,7 @@ func operatorTable(ops []operatorsv1alpha1.Operator) *output.Table {
 			upgrade = u.Reason
 			v := awaitingVersion(u.Message)
 			if m := waitingVersionRE.FindStringSubmatch(u.Message); v == "" && m != nil {
-				v = m[1] // held back by the semver guard rails
+				v = m[1] + m[2] // held back by the semver guard rails, or by the operator
 			}
 			if v != "" {
 				upgrade = v + " (" + u.Reason + ")"

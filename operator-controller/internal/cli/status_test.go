@@ -28,3 +28,19 @@ func TestStatusShowsTheUpgradeTheGuardRailsHold(t *testing.T) {
 		t.Errorf("status hub: %v\n%s%s", err, out, errOut)
 	}
 }
+
+// TestStatusShowsTheUpgradeAnOperatorConditionHolds: the UPGRADE column names the version an
+// UpgradeAvailable condition of reason UpgradeBlocked (the operator's Upgradeable=False) holds.
+func TestStatusShowsTheUpgradeAnOperatorConditionHolds(t *testing.T) {
+	hub := installedOperator("hub", "hub-operator", "1.0.0", nil)
+	hub.Status.Conditions = []metav1.Condition{{
+		Type: operatorsv1alpha1.TypeUpgradeAvailable, Status: metav1.ConditionTrue, Reason: operatorsv1alpha1.ReasonUpgradeBlocked, ObservedGeneration: 1,
+		LastTransitionTime: metav1.Now(),
+		Message: `version 1.1.0 (bundle hub-operator.v1.1.0 from catalog "composite") is available but blocked: OperatorCondition hub/hub-operator.v1.0.0: ` +
+			`the operator set Upgradeable=False in spec.conditions (reason Migrating): "busy"; it is installed as soon as the operator removes that condition or sets it True`,
+	}}
+	out, errOut, err := newPreviewCluster(t, hub).run(t, "status")
+	if err != nil || !containsText(out, "1.1.0 (UpgradeBlocked)") {
+		t.Errorf("status: %v\n%s%s", err, out, errOut)
+	}
+}
