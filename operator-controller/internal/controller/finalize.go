@@ -40,8 +40,13 @@ func (r *OperatorReconciler) finalize(ctx context.Context, op *operatorsv1alpha1
 	if err := r.releaseDependencies(ctx, op, nil); err != nil {
 		return err
 	}
-	// Its OperatorConditions, Roles and RoleBindings too (the garbage collector would, later).
-	if err := r.removeOperatorConditions(ctx, op, types.NamespacedName{}); err != nil {
+	// Its OperatorConditions, Roles and RoleBindings go too (the garbage collector would, later),
+	// unless what it installed stays (Orphan): then the operator keeps them.
+	if deletionPolicy(op) == rukpakv1alpha1.DeletionPolicyOrphan {
+		if err := r.releaseOperatorConditions(ctx, op); err != nil {
+			return err
+		}
+	} else if err := r.removeOperatorConditions(ctx, op, types.NamespacedName{}); err != nil {
 		return err
 	}
 	if bd != nil && bd.DeletionTimestamp.IsZero() {

@@ -185,6 +185,34 @@ func ownedMeta(op *operatorsv1alpha1.Operator, key types.NamespacedName) metav1.
 // would delete them with the Operator too; this does not wait for it, and removes those of a bundle
 // that was upgraded.
 func (r *OperatorReconciler) removeOperatorConditions(ctx context.Context, op *operatorsv1alpha1.Operator, keep types.NamespacedName) error {
+	return r.eachConditionObject(ctx, op, keep, func(obj client.Object) error {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("deleted an object made for an OperatorCondition no longer in use", "kind", fmt.Sprintf("%T", obj), "name", client.ObjectKeyFromObject(obj).String())
+		return nil
+	})
+}
+
+// releaseOperatorConditions makes the OperatorConditions op owns, with their Roles and
+// RoleBindings, ordinary objects, for op deleted with deletionPolicy Orphan: the operator it
+// installed keeps running and keeps reading and writing its OperatorCondition. The owner labels and
+// ownerReferences to op go, so neither the garbage collector nor operator-controller deletes them,
+// and operator-controller no longer sees them.
+func (r *OperatorReconciler) releaseOperatorConditions(ctx context.Context, op *operatorsv1alpha1.Operator) error {
+	return r.eachConditionObject(ctx, op, types.NamespacedName{}, func(obj client.Object) error {
+		labels := obj.GetLabels()
+		delete(labels, LabelOwnerKind)
+		delete(labels, LabelOwnerName)
+		obj.SetLabels(labels)
+		obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == op.UID }))
+		return client.IgnoreNotFound(r.Client.Update(ctx, obj))
+	})
+}
+
+// eachConditionObject calls fn on each OperatorCondition, RoleBinding and Role operator-controller
+// created for op, except those at keep, and joins the errors.
+func (r *OperatorReconciler) eachConditionObject(ctx context.Context, op *operatorsv1alpha1.Operator, keep types.NamespacedName, fn func(client.Object) error) error {
 	sel := client.MatchingLabels(ownerLabels(op))
 	ocs, rbs := &operatorsv2.OperatorConditionList{}, &rbacv1.RoleBindingList{}
 	if err := r.Client.List(ctx, ocs, sel); err != nil {
@@ -193,32 +221,31 @@ func (r *OperatorReconciler) removeOperatorConditions(ctx context.Context, op *o
 	if err := r.Client.List(ctx, rbs, sel); err != nil {
 		return fmt.Errorf("listing the RoleBindings of Operator %q: %w", op.Name, err)
 	}
-	var errs []error
-	del := func(obj client.Object) {
-		key := client.ObjectKeyFromObject(obj)
-		if key == keep || !createdFor(obj, op) {
-			return
-		}
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("deleting %T %s: %w", obj, key, err))
-			return
-		}
-		log.FromContext(ctx).Info("deleted what was made for another bundle's OperatorCondition", "kind", fmt.Sprintf("%T", obj), "name", key.String())
-	}
+	var objs []client.Object
 	for i := range ocs.Items {
-		del(&ocs.Items[i])
+		objs = append(objs, &ocs.Items[i])
 	}
+	var errs []error
 	for i := range rbs.Items {
 		rb := &rbs.Items[i]
-		del(rb)
+		objs = append(objs, rb)
 		if key := client.ObjectKeyFromObject(rb); key != keep && createdFor(rb, op) {
-			// Roles are not cached: read it to be sure it is ours before deleting it.
+			// Roles are not cached: read it to be sure it is ours.
 			role := &rbacv1.Role{}
-			if err := r.APIReader.Get(ctx, key, role); err == nil && createdFor(role, op) {
-				del(role)
+			if err := r.APIReader.Get(ctx, key, role); err == nil {
+				objs = append(objs, role)
 			} else if client.IgnoreNotFound(err) != nil {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("reading Role %s: %w", key, err))
 			}
+		}
+	}
+	for _, obj := range objs {
+		key := client.ObjectKeyFromObject(obj)
+		if key == keep || !createdFor(obj, op) {
+			continue
+		}
+		if err := fn(obj); err != nil {
+			errs = append(errs, fmt.Errorf("%T %s of OperatorCondition: %w", obj, key, err))
 		}
 	}
 	return errors.Join(errs...)

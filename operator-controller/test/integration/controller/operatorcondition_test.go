@@ -340,3 +340,32 @@ func TestOperatorInstalledBeforeOperatorConditionsIsNotRestarted(t *testing.T) {
 		t.Errorf("the upgrade did not bring %s: %q", controller.OperatorConditionEnv, conditionEnv(bd))
 	}
 }
+
+// TestOperatorConditionStaysWithAnOrphanedOperator: deleting an Operator with deletionPolicy
+// Orphan leaves the operator running, so its OperatorCondition, Role and RoleBinding stay, released
+// (no owner labels, no ownerReference to the Operator), and the operator can still update it.
+func TestOperatorConditionStaysWithAnOrphanedOperator(t *testing.T) {
+	installWithServiceAccount(t, "oc-orphan", "chi", "chi-op", "chi-operator")
+	waitForOperatorCondition(t, "chi", "chi.v1.0.0", "chi-op", "chi-operator")
+	updateOperator(t, "chi-op", func(op *operatorsv1alpha1.Operator) { op.Spec.DeletionPolicy = rukpakv1alpha1.DeletionPolicyOrphan })
+	waitForBDPolicies(t, "chi-op", rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyOrphan)
+	if err := k8s.Delete(context.Background(), &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "chi-op"}}); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "chi", Name: "chi.v1.0.0"}
+	eventually(t, "OperatorCondition, Role and RoleBinding "+key.String()+" released", func() error {
+		if _, err := getOperator("chi-op"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Operator is still there: %v", err)
+		}
+		for _, o := range []client.Object{&operatorsv2.OperatorCondition{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+			if err := k8s.Get(context.Background(), key, o); err != nil {
+				return fmt.Errorf("%T: %v", o, err)
+			}
+			if o.GetLabels()[controller.LabelOwnerName] != "" || len(o.GetOwnerReferences()) != 0 {
+				return fmt.Errorf("%T still owned: labels %v, ownerReferences %v", o, o.GetLabels(), o.GetOwnerReferences())
+			}
+		}
+		return nil
+	})
+	setUpgradeable(t, asServiceAccount(t, "chi", "chi-operator"), "chi", "chi.v1.0.0", false, metav1.ConditionFalse, "StillHere", "still running")
+}
