@@ -39,7 +39,6 @@ func main() {
 			"operators.operators.operatorframework.io",
 			"catalogs.catalogd.operatorframework.io",
 			"bundledeployments.core.rukpak.io",
-			"operatorconditions.operators.coreos.com",
 		},
 		AddToScheme: []func(*runtime.Scheme) error{
 			operatorsv1alpha1.AddToScheme, catalogdv1alpha1.AddToScheme, rukpakv1alpha1.AddToScheme,
@@ -79,6 +78,13 @@ func main() {
 			versions := &cluster.VersionCache{TTL: 10 * time.Minute, Read: func(ctx context.Context) (*olm.Cluster, error) {
 				return cluster.ReadClusterVersion(ctx, disc, nil)
 			}}
+			// OperatorConditions need their CRD (the chart's crds/, which `helm upgrade` does not
+			// apply): without it operator-controller works as before and says so.
+			_, ocErr := mgr.GetRESTMapper().RESTMapping(operatorsv2.GroupVersion.WithKind("OperatorCondition").GroupKind(), operatorsv2.GroupVersion.Version)
+			if ocErr != nil {
+				ctrl.Log.Info("OperatorConditions are off: the CRD operatorconditions.operators.coreos.com (v2) is not served; "+
+					"apply the chart's CRDs (kubectl apply --server-side -f deploy/charts/olmv1/crds) and restart operator-controller", "error", ocErr.Error())
+			}
 			return (&controller.OperatorReconciler{
 				ClusterVersion: versions.Get,
 				Client:         cached,
@@ -88,6 +94,7 @@ func main() {
 				Recorder:       mgr.GetEventRecorder("operator-controller"),
 
 				MaxConcurrentReconciles: workers,
+				NoOperatorConditions:    ocErr != nil,
 			}).SetupWithManager(mgr)
 		},
 	}, os.Args[1:]))

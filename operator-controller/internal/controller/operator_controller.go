@@ -63,6 +63,11 @@ type OperatorReconciler struct {
 	// called on each resolution and should be cheap (cluster.VersionCache). nil, or a nil version,
 	// checks nothing.
 	ClusterVersion func(context.Context) (*olm.Cluster, error)
+	// NoOperatorConditions turns OperatorConditions off (operatorcondition.go): none is created,
+	// watched or read, no upgrade is held and OPERATOR_CONDITION_NAME is not set. main sets it when
+	// the OperatorCondition CRD is not installed (the chart's CRDs were not applied after an
+	// upgrade of OLM), so that operator-controller still works as before.
+	NoOperatorConditions bool
 
 	mu       sync.Mutex
 	lastIdx  *olm.Index
@@ -337,7 +342,7 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 	if err != nil {
 		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 	}
-	if wantsConditionEnv(have, &want.Spec, b.Name) {
+	if !r.NoOperatorConditions && wantsConditionEnv(have, &want.Spec, b.Name) {
 		withConditionEnv(&want.Spec, b.Name)
 	}
 	return r.writeBundleDeployment(ctx, have, want, "bundle", b.Name, "image", b.Image)
@@ -424,17 +429,19 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers <= 0 {
 		workers = DefaultMaxConcurrentReconciles
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("operator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&operatorsv1alpha1.Operator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rukpakv1alpha1.BundleDeployment{}).
 		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged())).
+		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged()))
+	if !r.NoOperatorConditions {
 		// Only those it created are cached: an Upgradeable change re-reconciles their Operator.
-		Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
-		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
-		Complete(r)
+		b = b.Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
+			Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(ownerOperator))
+	}
+	return b.Complete(r)
 }
 
 // ownerOperator maps an object operator-controller created for an Operator to that Operator.

@@ -64,7 +64,7 @@ func conditionName(bd *rukpakv1alpha1.BundleDeployment) string {
 // bundle and a downgrade are never held; neither is an OperatorCondition operator-controller did not
 // create (it does not see it). A read that fails holds nothing (and is logged).
 func (r *OperatorReconciler) holdUpgrade(ctx context.Context, op *operatorsv1alpha1.Operator, obs *observations) {
-	if obs.direct || obs.outcome == nil || obs.outcome.Bundle == nil {
+	if r.NoOperatorConditions || obs.direct || obs.outcome == nil || obs.outcome.Bundle == nil {
 		return
 	}
 	name, b := conditionName(obs.bd), obs.outcome.Bundle
@@ -102,7 +102,7 @@ func createdFor(obj client.Object, op *operatorsv1alpha1.Operator) bool {
 // current makes no API request (they are cached).
 func (r *OperatorReconciler) ensureOperatorCondition(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) error {
 	name := conditionName(bd)
-	if name == "" {
+	if name == "" || r.NoOperatorConditions {
 		return nil
 	}
 	ns := bd.Spec.InstallNamespace
@@ -213,6 +213,9 @@ func (r *OperatorReconciler) releaseOperatorConditions(ctx context.Context, op *
 // eachConditionObject calls fn on each OperatorCondition, RoleBinding and Role operator-controller
 // created for op, except those at keep, and joins the errors.
 func (r *OperatorReconciler) eachConditionObject(ctx context.Context, op *operatorsv1alpha1.Operator, keep types.NamespacedName, fn func(client.Object) error) error {
+	if r.NoOperatorConditions {
+		return nil
+	}
 	sel := client.MatchingLabels(ownerLabels(op))
 	ocs, rbs := &operatorsv2.OperatorConditionList{}, &rbacv1.RoleBindingList{}
 	if err := r.Client.List(ctx, ocs, sel); err != nil {

@@ -7,6 +7,7 @@ import (
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -151,5 +152,30 @@ func TestConditionNameFollowsTheVariable(t *testing.T) {
 	bd.Spec.ProvisionerClassName = rukpakv1alpha1.ProvisionerPlain
 	if got := conditionName(bd); got != "" {
 		t.Errorf("plain bundle: %q, want none", got)
+	}
+}
+
+// TestNoOperatorConditions: with the OperatorCondition CRD missing (NoOperatorConditions, set by
+// main), an install neither sets OPERATOR_CONDITION_NAME nor writes an OperatorCondition; with it,
+// it does both.
+func TestNoOperatorConditions(t *testing.T) {
+	for _, off := range []bool{true, false} {
+		h := newReconcilerHarness(t, newOperator("op"))
+		h.r.NoOperatorConditions = off
+		h.content.set(pkgFBC(""), nil)
+		if _, err := h.reconcile(t, "op"); err != nil {
+			t.Fatal(err)
+		}
+		bd := &rukpakv1alpha1.BundleDeployment{}
+		if err := h.r.Client.Get(t.Context(), types.NamespacedName{Name: "op"}, bd); err != nil {
+			t.Fatal(err)
+		}
+		ocs := &operatorsv2.OperatorConditionList{}
+		if err := h.r.Client.List(t.Context(), ocs); err != nil {
+			t.Fatal(err)
+		}
+		if hasConditionEnv(&bd.Spec) == off || (len(ocs.Items) == 0) != off {
+			t.Errorf("NoOperatorConditions=%v: variable set %v, OperatorConditions %d", off, hasConditionEnv(&bd.Spec), len(ocs.Items))
+		}
 	}
 }
