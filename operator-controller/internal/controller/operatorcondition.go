@@ -98,7 +98,8 @@ func createdFor(obj client.Object, op *operatorsv1alpha1.Operator) bool {
 
 // ensureOperatorCondition creates the OperatorCondition of the bundle op's BundleDeployment installs,
 // with its Role and RoleBinding, when missing; points the RoleBinding at the ServiceAccounts of the
-// installed revision; and removes those it made for other bundles. A reconcile that finds them
+// installed revision; and, once that bundle is installed, removes those it made for other bundles
+// (an upgrade that is rolling out or failed leaves the previous one in place). A reconcile that finds them
 // current makes no API request (they are cached).
 func (r *OperatorReconciler) ensureOperatorCondition(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) error {
 	name := conditionName(bd)
@@ -126,6 +127,10 @@ func (r *OperatorReconciler) ensureOperatorCondition(ctx context.Context, op *op
 	}
 	if err := r.ensureConditionRBAC(ctx, op, bd, key); err != nil {
 		return err
+	}
+	// The previous bundle's go once this one is installed: until then its pods may still run.
+	if c := bdCondition(bd, rukpakv1alpha1.TypeInstalled); c == nil || c.Status != metav1.ConditionTrue {
+		return nil
 	}
 	return r.removeOperatorConditions(ctx, op, key)
 }

@@ -184,9 +184,11 @@ func TestOperatorConditionHoldsUpgrade(t *testing.T) {
 	if got := conditionEnv(bd); got != "rho.v1.1.0" {
 		t.Errorf("after the upgrade %s=%q, want rho.v1.1.0", controller.OperatorConditionEnv, got)
 	}
+	// Until the new revision is installed, the running pods' OperatorCondition stays beside the new one.
+	waitForOperatorCondition(t, "rho", "rho.v1.1.0", "rho-op", "rho-operator")
+	waitForOperatorCondition(t, "rho", "rho.v1.0.0", "rho-op", "rho-operator")
 	playRukpakRevision(t, "rho-op", "rho-operator", 2)
 	waitForCondition(t, "rho-op", operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate)
-	waitForOperatorCondition(t, "rho", "rho.v1.1.0", "rho-op", "rho-operator")
 	waitGone(t, types.NamespacedName{Namespace: "rho", Name: "rho.v1.0.0"})
 
 	// Deleting the Operator removes its OperatorCondition, Role and RoleBinding; not the other one.
