@@ -85,6 +85,19 @@ type CatalogSpec struct {
 	// Catalog still removes its content (the finalizer does not wait for a resume).
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// bundleVerify, when set, requires every bundle this catalog lists to be signed under this
+	// policy: operator-controller sets it as spec.source.image.verify of every BundleDeployment it
+	// creates or updates for a bundle resolved from this catalog, and rukpak refuses the bundle
+	// image (reason Unsigned or SignatureInvalid, shown on the Operator's Installed condition)
+	// before unpacking it unless it is signed. An Operator has no field to turn it off. It has the
+	// shape of spec.source.image.verify, but covers the bundle images, not the catalog image: the
+	// Secret it names is read by rukpak, from rukpak's namespace (olmv1-system with the chart),
+	// where source.image.verify's Secret is read from catalogd's. Bundles installed directly
+	// (an Operator's spec.source.type Bundle) are not from a catalog and keep their own source's
+	// verify. When empty, bundles of this catalog are not required to be signed.
+	// +optional
+	BundleVerify *rukpakv1alpha1.ImageVerification `json:"bundleVerify,omitempty"`
 }
 
 // CatalogCounts counts what a file-based catalog contains.

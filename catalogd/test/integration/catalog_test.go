@@ -84,6 +84,17 @@ func TestCatalogValidation(t *testing.T) {
 		{Name: "paused", Spec: apiservertest.SpecWith(imageSpec, "paused", "true")},
 		{Name: "paused must be a boolean", Spec: apiservertest.SpecWith(imageSpec, "paused", `"yes"`),
 			WantErrs: []string{"spec.paused: Invalid value", "must be of type boolean"}},
+		{Name: "bundleVerify with cosign keys", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {secretRef: {name: bundle-keys}}}`)},
+		{Name: "bundleVerify.provider is required", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{cosign: {secretRef: {name: k}}}`),
+			WantErrs: []string{"spec.bundleVerify.provider: Required value"}},
+		{Name: "bundleVerify.provider must be a known one", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Notation}`),
+			WantErrs: []string{`spec.bundleVerify.provider: Unsupported value: "Notation"`}},
+		{Name: "bundleVerify Cosign requires cosign", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign}`),
+			WantErrs: []string{"cosign is required when provider is Cosign"}},
+		{Name: "bundleVerify.cosign requires secretRef", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {}}`),
+			WantErrs: []string{"secretRef is required"}},
+		{Name: "bundleVerify.cosign.secretRef.name must be a Secret name", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {secretRef: {name: My_Keys}}}`),
+			WantErrs: []string{"spec.bundleVerify.cosign.secretRef.name", "should match"}},
 	})
 }
 
@@ -106,6 +117,10 @@ func TestCatalogGoTypesRoundTrip(t *testing.T) {
 			},
 			Priority: -3,
 			Paused:   true,
+			BundleVerify: &rukpakv1alpha1.ImageVerification{
+				Provider: rukpakv1alpha1.VerificationProviderCosign,
+				Cosign:   &rukpakv1alpha1.CosignVerification{SecretRef: &rukpakv1alpha1.SecretReference{Name: "bundle-keys"}},
+			},
 		},
 	}
 	want := catalog.Spec.DeepCopy()

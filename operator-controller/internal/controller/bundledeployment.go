@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
@@ -85,8 +86,10 @@ func ownerLabels(op *operatorsv1alpha1.Operator) map[string]string {
 	return map[string]string{LabelOwnerKind: "Operator", LabelOwnerName: op.Name}
 }
 
-// desiredBundleDeployment is the BundleDeployment that installs b for op into namespace ns.
-func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+// desiredBundleDeployment is the BundleDeployment that installs b for op into namespace ns. verify
+// is the signature policy b's catalog requires of its bundles (bundleVerify), nil when none: it
+// becomes the image source's verify, and nothing of op can change it.
+func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string, verify *rukpakv1alpha1.ImageVerification) (*rukpakv1alpha1.BundleDeployment, error) {
 	prov, err := provisionerFor(b.MediaType)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
@@ -95,7 +98,7 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle
 		ProvisionerClassName: prov,
 		Source: rukpakv1alpha1.Source{
 			Type:  rukpakv1alpha1.SourceTypeImage,
-			Image: &rukpakv1alpha1.ImageSource{Ref: b.Image},
+			Image: &rukpakv1alpha1.ImageSource{Ref: b.Image, Verify: verify.DeepCopy()},
 		},
 		InstallNamespace: ns,
 	}
@@ -111,6 +114,18 @@ func desiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle
 		},
 		Spec: spec,
 	}, nil
+}
+
+// bundleVerify is the signature policy (spec.bundleVerify, nil when none) of the Catalog named
+// catalog among cats, the Catalogs the resolution read. It is an error when no Catalog has that
+// name: the bundle's policy is unknown, and installing it unverified could weaken it.
+func bundleVerify(cats []catalogdv1alpha1.Catalog, catalog string) (*rukpakv1alpha1.ImageVerification, error) {
+	for i := range cats {
+		if cats[i].Name == catalog {
+			return cats[i].Spec.BundleVerify, nil
+		}
+	}
+	return nil, fmt.Errorf("catalog %q of the resolved bundle is not among the Catalogs read: its bundleVerify policy is unknown", catalog)
 }
 
 // applySettings writes into spec what op says about how to install, whatever bundle is installed:

@@ -149,7 +149,7 @@ func TestFailedUpgradeReportsTheInstalledBundleFromTheBundleDeployment(t *testin
 	op.Spec.UpgradePolicy, op.Spec.ApprovedVersion = operatorsv1alpha1.UpgradePolicyManual, "2.0.0"
 	op.Status.InstalledBundle = &operatorsv1alpha1.BundleMetadata{Name: "pkg.v2.0.0", Version: "2.0.0", Catalog: "main", Source: "garbage"}
 
-	bd, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v2.0.0", Package: "pkg", Version: "2.0.0", Catalog: "main", Image: img2}, "pkg")
+	bd, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v2.0.0", Package: "pkg", Version: "2.0.0", Catalog: "main", Image: img2}, "pkg", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,8 @@ func (r *OperatorReconciler) getOperator(ctx context.Context, key types.Namespac
 // retryResolution.
 func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) observations {
 	obs := observations{bd: bd}
-	outcome, idx, err := r.resolve(ctx, op)
+	outcome, idx, cats, err := r.resolve(ctx, op)
+	obs.catalogs = cats
 	if idx != nil {
 		obs.packageBundles = idx.Bundles(op.Spec.PackageName)
 	}
@@ -189,7 +190,7 @@ func (r *OperatorReconciler) install(ctx context.Context, op *operatorsv1alpha1.
 	if err := r.ensureNamespaceUnlessInstalled(ctx, op, obs.bd, ns); err != nil {
 		return installFailed(err)
 	}
-	bd, err := r.ensureBundleDeployment(ctx, op, obs.bd, b, ns)
+	bd, err := r.ensureBundleDeployment(ctx, op, obs.bd, b, ns, obs.catalogs)
 	if err != nil {
 		return installFailed(err)
 	}
@@ -264,27 +265,28 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 	return bd, nil
 }
 
-// resolve resolves every Operator together and returns op's outcome and the index it resolved
-// against (nil when none was read). Results are reused while the requests and the catalogs' content
+// resolve resolves every Operator together and returns op's outcome, the index it resolved
+// against (nil when none was read) and the Catalogs it read (whose bundleVerify the resolved
+// bundle's BundleDeployment gets). Results are reused while the requests and the catalogs' content
 // are unchanged.
 //
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
 // for a state that is already gone.
-func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (operators.Outcome, *olm.Index, error) {
+func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (operators.Outcome, *olm.Index, []catalogdv1alpha1.Catalog, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ops := &operatorsv1alpha1.OperatorList{}
 	if err := r.Client.List(ctx, ops); err != nil {
-		return operators.Outcome{}, nil, fmt.Errorf("listing Operators: %w", err)
+		return operators.Outcome{}, nil, nil, fmt.Errorf("listing Operators: %w", err)
 	}
 	cats := &catalogdv1alpha1.CatalogList{}
 	if err := r.Client.List(ctx, cats); err != nil {
-		return operators.Outcome{}, nil, fmt.Errorf("listing Catalogs: %w", err)
+		return operators.Outcome{}, nil, nil, fmt.Errorf("listing Catalogs: %w", err)
 	}
 	bdList := &rukpakv1alpha1.BundleDeploymentList{}
 	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}); err != nil {
-		return operators.Outcome{}, nil, fmt.Errorf("listing BundleDeployments: %w", err)
+		return operators.Outcome{}, nil, nil, fmt.Errorf("listing BundleDeployments: %w", err)
 	}
 	bds := map[string]*rukpakv1alpha1.BundleDeployment{}
 	for i := range bdList.Items {
@@ -295,7 +297,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	reqs, invalid := requests(ops.Items, bds, cats.Items)
 	if msg, bad := invalid[op.Name]; bad {
-		return operators.Outcome{Message: msg}, nil, nil
+		return operators.Outcome{Message: msg}, nil, cats.Items, nil
 	}
 	// Only the packages the requests name, and those their bundles depend on, are read.
 	roots := make([]string, 0, len(reqs))
@@ -304,7 +306,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	idx, _, err := r.Catalogs.IndexFor(ctx, cats.Items, roots)
 	if err != nil {
-		return operators.Outcome{}, nil, fmt.Errorf("reading catalog content: %w", err)
+		return operators.Outcome{}, nil, nil, fmt.Errorf("reading catalog content: %w", err)
 	}
 
 	var cluster *olm.Cluster
@@ -329,16 +331,22 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
-		return operators.Outcome{}, idx, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
+		return operators.Outcome{}, idx, nil, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
 	}
-	return o, idx, nil
+	return o, idx, cats.Items, nil
 }
 
-// ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b. What the
+// ensureBundleDeployment creates or updates op's BundleDeployment so that it installs b, verified
+// under the bundleVerify of b's catalog among cats (the Catalogs the resolution read). What the
 // API would refuse whatever the retry (an unsupported bundle, an invalid object) is a terminal
 // Installed failure.
-func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
-	want, err := desiredBundleDeployment(op, b, ns)
+func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator, have *rukpakv1alpha1.BundleDeployment, b *operators.Bundle, ns string,
+	cats []catalogdv1alpha1.Catalog) (*rukpakv1alpha1.BundleDeployment, error) {
+	verify, err := bundleVerify(cats, b.Catalog)
+	if err != nil {
+		return have, err
+	}
+	want, err := desiredBundleDeployment(op, b, ns, verify)
 	if err != nil {
 		return have, step.Terminal(operatorsv1alpha1.TypeInstalled, operatorsv1alpha1.ReasonInstallationFailed, err)
 	}
@@ -452,8 +460,8 @@ func ownerOperator(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetLabels()[LabelOwnerName]}}}
 }
 
-// catalogChanged passes creations, deletions and updates that change what resolution sees: content
-// hash, serving state, priority or labels.
+// catalogChanged passes creations, deletions and updates that change what resolution sees (content
+// hash, serving state, priority or labels) or what its bundles are installed with (bundleVerify).
 func catalogChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -463,7 +471,8 @@ func catalogChanged() predicate.Predicate {
 				return true
 			}
 			return o.Status.ContentHash != n.Status.ContentHash || catalogs.Serving(o) != catalogs.Serving(n) ||
-				o.Spec.Priority != n.Spec.Priority || !equality.Semantic.DeepEqual(o.Labels, n.Labels)
+				o.Spec.Priority != n.Spec.Priority || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				!equality.Semantic.DeepEqual(o.Spec.BundleVerify, n.Spec.BundleVerify)
 		},
 	}
 }

@@ -208,7 +208,7 @@ func TestStaleStatusInstallNamespaceIsNotRead(t *testing.T) {
 			objs := []client.Object{op}
 			if tc.bdNS != "" {
 				b := &operators.Bundle{Name: "pkg.v1.0.0", Package: "pkg", Version: "1.0.0", Catalog: "main", Image: "registry.test/pkg:1"}
-				bd, err := desiredBundleDeployment(op, b, tc.bdNS)
+				bd, err := desiredBundleDeployment(op, b, tc.bdNS, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
@@ -32,9 +34,14 @@ func DesiredNamespace(op *operatorsv1alpha1.Operator, name string) *corev1.Names
 	return desiredNamespace(op, name)
 }
 
-// DesiredBundleDeployment is the BundleDeployment a reconcile writes to install b for op into ns.
-func DesiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
-	return desiredBundleDeployment(op, b, ns)
+// DesiredBundleDeployment is the BundleDeployment a reconcile writes to install b for op into ns,
+// b having been resolved from cats (whose bundleVerify its source gets).
+func DesiredBundleDeployment(op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string, cats []catalogdv1alpha1.Catalog) (*rukpakv1alpha1.BundleDeployment, error) {
+	verify, err := bundleVerify(cats, b.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
+	}
+	return desiredBundleDeployment(op, b, ns, verify)
 }
 
 // MergeBundleDeployment copies what a reconcile owns of want into have, as it does before an

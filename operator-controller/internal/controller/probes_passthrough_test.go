@@ -24,7 +24,7 @@ func TestProgressionProbesArePassedThrough(t *testing.T) {
 	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
 		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", ProgressionProbes: probes}}
 	b := &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: "plain+v0"}
-	bd, err := desiredBundleDeployment(op, b, "ns")
+	bd, err := desiredBundleDeployment(op, b, "ns", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

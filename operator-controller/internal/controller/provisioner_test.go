@@ -28,7 +28,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 		op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
 			Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", Config: tc.cfg}}
 		b := &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Image: "r/pkg:1", MediaType: tc.mediaType}
-		bd, err := desiredBundleDeployment(op, b, "ns")
+		bd, err := desiredBundleDeployment(op, b, "ns", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.mediaType, err)
 		}
@@ -42,7 +42,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 		// watchNamespaces selects a registry+v1 install mode; the BundleDeployment API rejects it for
 		// other provisioners, so the Operator gets an error that says so instead.
 		op.Spec.WatchNamespaces = []string{"a"}
-		if _, err := desiredBundleDeployment(op, b, "ns"); err == nil || !strings.Contains(err.Error(), "does not use watchNamespaces") {
+		if _, err := desiredBundleDeployment(op, b, "ns", nil); err == nil || !strings.Contains(err.Error(), "does not use watchNamespaces") {
 			t.Errorf("%s with watchNamespaces: %v", tc.mediaType, err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestDesiredBundleDeploymentHelmAndKustomize(t *testing.T) {
 	// Settings of another provisioner are named in the error.
 	op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op"}, Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg",
 		Config: &rukpakv1alpha1.BundleConfig{Path: "overlays/prod", DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{}}}}
-	_, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", MediaType: "helm"}, "ns")
+	_, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", MediaType: "helm"}, "ns", nil)
 	if err == nil || !strings.Contains(err.Error(), "core-rukpak-io-helm, which does not use config.deploymentConfig, config.path") {
 		t.Errorf("helm bundle with registry and kustomize settings: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestDesiredBundleDeploymentPassesOwnershipPolicies(t *testing.T) {
 	} {
 		op := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"},
 			Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", CollisionPolicy: tc.collision, DeletionPolicy: tc.deletion}}
-		bd, err := desiredBundleDeployment(op, b, "ns")
+		bd, err := desiredBundleDeployment(op, b, "ns", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,8 +96,8 @@ func TestDesiredBundleDeploymentPassesOwnershipPolicies(t *testing.T) {
 	empty := &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: "op", UID: "uid"}, Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg"}}
 	defaulted := empty.DeepCopy()
 	defaulted.Spec.CollisionPolicy, defaulted.Spec.DeletionPolicy = rukpakv1alpha1.CollisionPolicyPrevent, rukpakv1alpha1.DeletionPolicyDelete
-	have, _ := desiredBundleDeployment(empty, b, "ns")
-	want, _ := desiredBundleDeployment(defaulted, b, "ns")
+	have, _ := desiredBundleDeployment(empty, b, "ns", nil)
+	want, _ := desiredBundleDeployment(defaulted, b, "ns", nil)
 	if mergeBundleDeployment(have, want) {
 		t.Error("an empty policy and its default produced different BundleDeployments")
 	}
@@ -105,7 +105,7 @@ func TestDesiredBundleDeploymentPassesOwnershipPolicies(t *testing.T) {
 	// Changing a policy updates the BundleDeployment.
 	orphan := defaulted.DeepCopy()
 	orphan.Spec.DeletionPolicy = rukpakv1alpha1.DeletionPolicyOrphan
-	want, _ = desiredBundleDeployment(orphan, b, "ns")
+	want, _ = desiredBundleDeployment(orphan, b, "ns", nil)
 	if !mergeBundleDeployment(have, want) || have.Spec.DeletionPolicy != rukpakv1alpha1.DeletionPolicyOrphan {
 		t.Errorf("deletionPolicy Orphan was not merged: %+v", have.Spec)
 	}

@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/olm"
 	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
@@ -28,6 +29,9 @@ type observations struct {
 	resolveErr *step.Error
 	// outcome is the resolution result for this Operator (nil when resolution could not run).
 	outcome *operators.Outcome
+	// catalogs are the Catalogs the resolution read (nil when it could not run): the resolved
+	// bundle's catalog among them says which signature policy (bundleVerify) it is installed with.
+	catalogs []catalogdv1alpha1.Catalog
 	// packageBundles are the bundles of the Operator's package in the index the resolution read
 	// (nil when it could not run): where installedBy looks up the installed image.
 	packageBundles []*olm.Bundle

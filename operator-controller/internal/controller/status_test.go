@@ -69,7 +69,7 @@ func TestDesiredBundleDeploymentPassesConfig(t *testing.T) {
 		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg", WatchNamespaces: []string{"a"},
 			Config: &rukpakv1alpha1.BundleConfig{DeploymentConfig: &rukpakv1alpha1.DeploymentConfig{NodeSelector: map[string]string{"k": "v"}}}},
 	}
-	bd, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Catalog: "c", Image: "r/pkg:1"}, "ns")
+	bd, err := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v1", Package: "pkg", Version: "1.0.0", Catalog: "c", Image: "r/pkg:1"}, "ns", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDesiredBundleDeploymentPassesConfig(t *testing.T) {
 	if mergeBundleDeployment(have, bd) {
 		t.Error("merging an identical spec reported a change")
 	}
-	want2, _ := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v2", Package: "pkg", Version: "2.0.0", Image: "r/pkg:2"}, "ns")
+	want2, _ := desiredBundleDeployment(op, &operators.Bundle{Name: "pkg.v2", Package: "pkg", Version: "2.0.0", Image: "r/pkg:2"}, "ns", nil)
 	if !mergeBundleDeployment(have, want2) || have.Spec.Source.Image.Ref != "r/pkg:2" || have.Labels["someone-else"] != "x" {
 		t.Errorf("merge: %+v", have)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/operators"
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
@@ -45,7 +46,7 @@ func (p *Planner) operatorObjects(ctx context.Context, st *State, plan *Plan, op
 			return nil, err
 		}
 	}
-	after, err := p.planBundleDeployment(ctx, plan, op, b, ns, have)
+	after, err := p.planBundleDeployment(ctx, plan, op, b, ns, have, st.cats)
 	if err != nil || after == nil {
 		return nil, err
 	}
@@ -94,8 +95,8 @@ func (p *Planner) planNamespace(ctx context.Context, plan *Plan, op *operatorsv1
 // nil when there is none) to install b into ns, and returns the BundleDeployment after it. When
 // operator-controller would not install b, it adds a note and returns nil.
 func (p *Planner) planBundleDeployment(ctx context.Context, plan *Plan, op *operatorsv1alpha1.Operator, b *operators.Bundle, ns string,
-	have *rukpakv1alpha1.BundleDeployment) (*rukpakv1alpha1.BundleDeployment, error) {
-	want, err := controller.DesiredBundleDeployment(op, b, ns)
+	have *rukpakv1alpha1.BundleDeployment, cats []catalogdv1alpha1.Catalog) (*rukpakv1alpha1.BundleDeployment, error) {
+	want, err := controller.DesiredBundleDeployment(op, b, ns, cats)
 	if err != nil {
 		plan.Notes = append(plan.Notes, fmt.Sprintf("Operator %s: operator-controller would not install bundle %s: %v", op.Name, b.Name, err))
 		return nil, nil
