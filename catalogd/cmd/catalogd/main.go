@@ -22,6 +22,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/platform/boot"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
@@ -44,6 +45,9 @@ type flags struct {
 	metadataAPIService string
 
 	maxConcurrentUnpacks int
+	// requireSignatures is --require-image-signatures: the Secret of the cluster-wide default
+	// signature policy of catalog images.
+	requireSignatures string
 
 	// mirrors is the registry mirror configuration of catalog image pulls.
 	mirrors mirrors.Flags
@@ -78,6 +82,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConcurrentUnpacks, "max-concurrent-unpacks", 0,
 		"how many Catalogs are unpacked, parsed and stored at once; 0 derives it from the container's memory limit (cgroup v2 memory.max): (limit - 128 MiB) / 64 MiB, between 1 and 8, or 2 without a limit")
 	f.mirrors.Bind(fs)
+	source.BindRequireSignatures(fs, &f.requireSignatures)
 }
 
 // metadataListenAddress validates --metadata-bind-address and returns the address to listen on

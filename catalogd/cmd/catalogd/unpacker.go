@@ -16,6 +16,8 @@ func newUnpacker(mgr ctrl.Manager, f *flags) (source.Unpacker, error) {
 		Log:      ctrl.Log.WithName("catalogd").WithName("source"),
 		// Registries, HTTP sources and git servers are reached with the --tls-profile.
 		ClientTLS: f.tls.Apply,
+		// --require-image-signatures: the Secret is read from --namespace (Options.Namespace).
+		RequireSignaturesSecret: f.requireSignatures,
 	}
 	mp, err := f.mirrors.Provider(mgr.GetAPIReader())
 	if err != nil {

@@ -59,7 +59,7 @@ func unpack(ctx context.Context, ld *replica.Load) (*replica.Result, error) {
 		return res, nil
 	}
 	// The reason is UnpackFailed, or Unsigned / SignatureInvalid when the signature policy
-	// (spec.source.image.verify) refused the image.
+	// (spec.source.image.verify, --require-image-signatures) refused the image or the source.
 	if !source.IsRetryable(err) {
 		return nil, step.Terminal(catalogdv1alpha1.TypeUnpacked, source.ReasonOf(err), err)
 	}

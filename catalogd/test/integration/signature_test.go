@@ -47,7 +47,7 @@ type signatureEnv struct {
 	unpacks    atomic.Int64
 }
 
-func startSignatureEnv(t *testing.T) *signatureEnv {
+func startSignatureEnv(t *testing.T, configure ...func(*source.Config)) *signatureEnv {
 	t.Helper()
 	e := &signatureEnv{reg: sourcetest.NewRegistry(t)}
 	if err := suite.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signatureNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -58,12 +58,16 @@ func startSignatureEnv(t *testing.T) *signatureEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, err := source.New(source.Config{CacheDir: filepath.Join(tmp, "cache"), Client: suite.Client})
+	cfg := source.Config{CacheDir: filepath.Join(tmp, "cache"), Client: suite.Client}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	real, err := source.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	unpacker := unpackertest.New(t)
-	unpacker.Route(real, rukpakv1alpha1.SourceTypeImage)
+	unpacker.Route(real, rukpakv1alpha1.SourceTypeImage, rukpakv1alpha1.SourceTypeConfigMaps)
 	unpacker.OnUnpack(func(string) { e.unpacks.Add(1) })
 	e.contentURL = startCatalogManager(t, signatureLabel, unpacker, store, signatureNamespace)
 	return e
@@ -112,16 +116,23 @@ func (e *signatureEnv) resolve(t *testing.T, repoTag string) name.Digest {
 	return tag.Context().Digest(desc.Digest.String())
 }
 
+// createCatalog creates a Catalog of the image ref, polled every second, with a verify naming
+// secret ("": without verify).
 func (e *signatureEnv) createCatalog(t *testing.T, name, ref, secret string) {
+	t.Helper()
+	img := &rukpakv1alpha1.ImageSource{Ref: ref, PollInterval: &metav1.Duration{Duration: time.Second}}
+	if secret != "" {
+		img.Verify = &rukpakv1alpha1.ImageVerification{Provider: rukpakv1alpha1.VerificationProviderCosign,
+			Cosign: &rukpakv1alpha1.CosignVerification{SecretRef: &rukpakv1alpha1.SecretReference{Name: secret}}}
+	}
+	createSignatureCatalog(t, name, rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: img})
+}
+
+func createSignatureCatalog(t *testing.T, name string, src rukpakv1alpha1.Source) {
 	t.Helper()
 	cat := &catalogdv1alpha1.Catalog{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{signatureLabel: "true"}},
-		Spec: catalogdv1alpha1.CatalogSpec{Source: rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{
-			Ref:          ref,
-			PollInterval: &metav1.Duration{Duration: time.Second},
-			Verify: &rukpakv1alpha1.ImageVerification{Provider: rukpakv1alpha1.VerificationProviderCosign,
-				Cosign: &rukpakv1alpha1.CosignVerification{SecretRef: &rukpakv1alpha1.SecretReference{Name: secret}}},
-		}}},
+		Spec:       catalogdv1alpha1.CatalogSpec{Source: src},
 	}
 	if err := suite.Client.Create(t.Context(), cat); err != nil {
 		t.Fatal(err)
@@ -238,6 +249,45 @@ func TestCatalogSignaturePolicy(t *testing.T) {
 	if !strings.Contains(e.served(t, name), "foo.v3.0.0") {
 		t.Error("the signed v3 is not served")
 	}
+}
+
+// The cluster-wide default (--require-image-signatures=cluster-keys): a Catalog without verify is
+// refused while its image is unsigned and served once it is signed by a key of the default Secret,
+// and one whose own verify trusts another key is refused until the default's key signs too; a
+// ConfigMaps Catalog is refused with Unsigned naming the flag.
+func TestCatalogClusterWideSignatureDefault(t *testing.T) {
+	e := startSignatureEnv(t, func(c *source.Config) { c.RequireSignaturesSecret = "cluster-keys" })
+	clusterKey, ownKey := newECKey(t), newECKey(t)
+	keysSecret(t, "cluster-keys", clusterKey)
+	keysSecret(t, "own-keys", ownKey)
+
+	e.pushSigned(t, "1.0.0", "catalogs/default:v1", nil)
+	e.createCatalog(t, "default-unsigned", e.reg.Ref("catalogs/default:v1"), "")
+	unsigned := e.resolve(t, "catalogs/default:v1")
+	waitUnpacked(t, "default-unsigned", catalogdv1alpha1.ReasonUnsigned, "--require-image-signatures=cluster-keys")
+	if _, err := signature.Sign(t.Context(), unsigned, clusterKey); err != nil {
+		t.Fatal(err)
+	}
+	c := waitUnpacked(t, "default-unsigned", catalogdv1alpha1.ReasonUnpackSucceeded, "")
+	fp, _ := signature.Fingerprint(&clusterKey.PublicKey)
+	if v := c.Status.ResolvedSource.Image.Verified; v == nil || v.KeyFingerprint != fp {
+		t.Errorf("verified = %+v, want the default Secret's key %s", v, fp)
+	}
+	if !strings.Contains(e.served(t, "default-unsigned"), "foo.v1.0.0") {
+		t.Error("the signed v1 is not served")
+	}
+
+	e.pushSigned(t, "2.0.0", "catalogs/default:own", ownKey)
+	e.createCatalog(t, "default-own", e.reg.Ref("catalogs/default:own"), "own-keys")
+	waitUnpacked(t, "default-own", catalogdv1alpha1.ReasonSignatureInvalid, "--require-image-signatures=cluster-keys")
+	if _, err := signature.Sign(t.Context(), e.resolve(t, "catalogs/default:own"), clusterKey); err != nil {
+		t.Fatal(err)
+	}
+	waitUnpacked(t, "default-own", catalogdv1alpha1.ReasonUnpackSucceeded, "")
+
+	createSignatureCatalog(t, "default-configmaps", rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeConfigMaps,
+		ConfigMaps: []rukpakv1alpha1.ConfigMapSource{{ConfigMap: rukpakv1alpha1.ConfigMapReference{Name: "catalog"}}}})
+	waitUnpacked(t, "default-configmaps", catalogdv1alpha1.ReasonUnsigned, "ConfigMaps sources cannot be verified")
 }
 
 // assertStillServingV1: the last verified content is served and the status still names it.

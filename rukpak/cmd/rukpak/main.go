@@ -33,6 +33,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/kustomize"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
@@ -53,6 +54,9 @@ type flags struct {
 	mirrors mirrors.Flags
 	// tls is the --tls-profile, for the registries, HTTP sources and git servers bundles come from.
 	tls boot.TLSProfile
+	// requireSignatures is --require-image-signatures: the Secret of the cluster-wide default
+	// signature policy of bundle images.
+	requireSignatures string
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -72,6 +76,7 @@ func (f *flags) bind(fs *flag.FlagSet) {
 	f.webhooks.bind(fs)
 	f.platform.Bind(fs)
 	f.mirrors.Bind(fs)
+	source.BindRequireSignatures(fs, &f.requireSignatures)
 }
 
 func main() {
@@ -107,7 +112,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	unpacker, err := newUnpacker(f.cacheDir, direct, f.mirrors, f.tls)
+	unpacker, err := newUnpacker(f.cacheDir, direct, f.mirrors, f.tls, f.requireSignatures)
 	if err != nil {
 		return err
 	}

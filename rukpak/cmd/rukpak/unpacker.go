@@ -12,9 +12,10 @@ import (
 // newUnpacker builds the source.Unpacker. reader must not be the manager's label-scoped cache: the
 // ConfigMaps and Secrets that sources name carry no rukpak labels (and the mirror sets are listed
 // through it, without a watch).
-// Registries, HTTP sources and git servers are reached with the TLS profile tp.
-func newUnpacker(cacheDir string, reader client.Reader, mf mirrors.Flags, tp boot.TLSProfile) (source.Unpacker, error) {
-	cfg := source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source"), ClientTLS: tp.Apply}
+// Registries, HTTP sources and git servers are reached with the TLS profile tp. requireSignatures
+// is --require-image-signatures (a Secret of rukpak's namespace, or "").
+func newUnpacker(cacheDir string, reader client.Reader, mf mirrors.Flags, tp boot.TLSProfile, requireSignatures string) (source.Unpacker, error) {
+	cfg := source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source"), ClientTLS: tp.Apply, RequireSignaturesSecret: requireSignatures}
 	mp, err := mf.Provider(reader)
 	if err != nil {
 		return nil, err

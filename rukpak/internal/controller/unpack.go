@@ -30,11 +30,12 @@ func (r *BundleDeploymentReconciler) unpack(ctx context.Context, bd *rukpakv1alp
 		if !source.IsRetryable(err) {
 			// Too large, an invalid source or content: only a change of the source (or a poll that
 			// finds it republished) can help, as for catalogd.
-			// The reason is UnpackFailed, or SignatureInvalid (spec.source.image.verify).
+			// The reason is UnpackFailed, or SignatureInvalid (spec.source.image.verify), or Unsigned for
+			// a non-image source under --require-image-signatures.
 			return step.Terminal(rukpakv1alpha1.TypeUnpacked, source.ReasonOf(err), err)
 		}
 		// After: a server that said when to come back (Retry-After) is asked again then. The
-		// reason is UnpackFailed, or Unsigned (spec.source.image.verify).
+		// reason is UnpackFailed, or Unsigned (spec.source.image.verify, --require-image-signatures).
 		return step.Failed(rukpakv1alpha1.TypeUnpacked, source.ReasonOf(err), err).After(source.RetryAfterOf(err))
 	}
 	st.unpacked = res

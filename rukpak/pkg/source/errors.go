@@ -38,12 +38,15 @@ const (
 	// KindDigestMismatch: bytes received from a registry do not match their digest (corruption in
 	// transit, or a registry that serves something other than what it claims).
 	KindDigestMismatch Kind = "DigestMismatch"
-	// KindUnsigned: spec.source.image.verify requires a signature and the image has none (Error.Reason
-	// is ReasonUnsigned). Retried with backoff: the signature may be pushed after the image.
+	// KindUnsigned: spec.source.image.verify or the cluster-wide default (Config.RequireSignaturesSecret)
+	// requires a signature and the image has none (Error.Reason is ReasonUnsigned). Retried with
+	// backoff: the signature may be pushed after the image. Also a Git, HTTP or ConfigMaps source
+	// under the cluster-wide default, which nothing can verify: not retried.
 	KindUnsigned Kind = "Unsigned"
-	// KindSignatureInvalid: the image's signatures do not satisfy spec.source.image.verify: made with
-	// another key, tampered with, malformed, or signing another digest (Error.Reason is
-	// ReasonSignatureInvalid). Not retried: a new signature or a change of the spec is needed.
+	// KindSignatureInvalid: the image's signatures do not satisfy spec.source.image.verify (or the
+	// cluster-wide default): made with another key, tampered with, malformed, or signing another
+	// digest (Error.Reason is ReasonSignatureInvalid). Not retried: a new signature or a change of
+	// the spec is needed.
 	KindSignatureInvalid Kind = "SignatureInvalid"
 	// KindInternal: a local failure (disk full, permissions of the cache directory, a misconfigured
 	// Unpacker).

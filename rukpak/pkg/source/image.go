@@ -24,7 +24,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/signature"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
 
@@ -76,7 +75,7 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	}
 	// A digest reference needs no network when its content is cached, wherever it came from;
 	// unless a signature is required, which is checked on every unpack (verify.go).
-	if d, ok := ref.(name.Digest); ok && spec.Verify == nil {
+	if d, ok := ref.(name.Digest); ok && spec.Verify == nil && u.cfg.RequireSignaturesSecret == "" {
 		if res, err := u.cachedImage(ctx, key, spec, d, imageDir, opts); res != nil || err != nil {
 			return res, err
 		}
@@ -89,13 +88,13 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 	if err != nil {
 		return nil, err
 	}
-	policy, err := u.imagePolicy(ctx, spec, opts)
+	policies, err := u.imagePolicies(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
 	var failures []endpointFailure
 	for i, ep := range plan.Endpoints {
-		res, err := u.unpackImageFrom(ctx, key, spec, ref, ep, keychain, policy, imageDir, opts)
+		res, err := u.unpackImageFrom(ctx, key, spec, ref, ep, keychain, policies, imageDir, opts)
 		if err == nil {
 			return res, nil
 		}
@@ -114,7 +113,7 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 // original repository at the digest found (so that it names the image whatever mirror served it);
 // ResolvedImageSource.Mirror names the endpoint when it is not that repository.
 func (u *DiskUnpacker) unpackImageFrom(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, orig name.Reference, ep mirrors.Endpoint,
-	keychain authn.Keychain, policy *signature.Policy, imageDir string, opts Options) (*Result, error) {
+	keychain authn.Keychain, policies []imagePolicy, imageDir string, opts Options) (*Result, error) {
 	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform}
 	insecure := ep.Insecure || (!ep.Mirror && spec.InsecureSkipTLSVerify)
 	if ep.Mirror {
@@ -154,10 +153,15 @@ func (u *DiskUnpacker) unpackImageFrom(ctx context.Context, key string, spec ruk
 	if ref.Context().Name() != orig.Context().Name() {
 		resolved.Image.Mirror = digest.String()
 	}
-	if policy != nil {
-		// Before the cache and the pull: only the verified digest is used from here on.
-		if resolved.Image.Verified, err = s.verify(ctx, digest, policy, opts.Previous); err != nil {
+	// Before the cache and the pull: only the verified digest is used from here on. Every policy
+	// must accept it; status records the first (the spec's own, when it has one).
+	for i, p := range policies {
+		v, err := s.verify(ctx, digest, p, opts.Previous)
+		if err != nil {
 			return nil, err
+		}
+		if i == 0 {
+			resolved.Image.Verified = v
 		}
 	}
 	fingerprint := "image\x00" + imageDir

@@ -51,6 +51,11 @@ type Config struct {
 	// *mirrors.Provider: registries.conf, ImageDigestMirrorSets, ImageTagMirrorSets). Nil pulls
 	// every image from the registry its reference names.
 	Mirrors MirrorConfig
+	// RequireSignaturesSecret, when set, is the cluster-wide default signature policy
+	// (--require-image-signatures, verify.go): the name of a Secret in Options.Namespace whose public
+	// keys every image must be signed with, whatever its spec says; sources that are not images
+	// are refused.
+	RequireSignaturesSecret string
 }
 
 // Limits bound one Unpack, so that a hostile or broken source cannot fill the disk: an archive
@@ -143,6 +148,9 @@ func (u *DiskUnpacker) Unpack(ctx context.Context, key string, src rukpakv1alpha
 		res *Result
 		err error
 	)
+	if err := u.requireImage(src.Type, opts); err != nil {
+		return nil, err
+	}
 	switch src.Type {
 	case rukpakv1alpha1.SourceTypeImage:
 		if src.Image == nil {

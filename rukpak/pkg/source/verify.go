@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sort"
 	"time"
@@ -14,7 +15,8 @@ import (
 	"github.com/olmv1/olmv1/rukpak/pkg/signature"
 )
 
-// Signature verification of Image sources (spec.source.image.verify).
+// Signature verification of Image sources (spec.source.image.verify, and the cluster-wide
+// default of --require-image-signatures).
 //
 // The digest a reference resolves to is verified before anything is looked up in the cache or
 // pulled, and that digest is what is then pulled (by digest, so go-containerregistry checks the
@@ -30,17 +32,61 @@ const (
 
 const verifyField = "spec.source.image.verify"
 
-// imagePolicy reads the keys of spec.verify from its Secret; nil when no signature is required.
-func (u *DiskUnpacker) imagePolicy(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) (*signature.Policy, error) {
-	v := spec.Verify
-	if v == nil {
-		return nil, nil
+// RequireSignaturesFlag is the flag of catalogd and rukpak that sets Config.RequireSignaturesSecret.
+const RequireSignaturesFlag = "require-image-signatures"
+
+// BindRequireSignatures binds --require-image-signatures to secret.
+func BindRequireSignatures(fs *flag.FlagSet, secret *string) {
+	fs.StringVar(secret, RequireSignaturesFlag, "",
+		"cluster-wide default signature policy: name of a Secret in --namespace holding PEM public keys (cosign.pub); "+
+			"every image source must then be signed by one of them (also those with their own spec.source.image.verify, which is checked as well), "+
+			"and Git, HTTP and ConfigMaps sources are refused (docs/signatures.md); empty: only sources with verify are checked")
+}
+
+// The cluster-wide default (Config.RequireSignaturesSecret) adds to a source's own policy, never
+// replaces it: an image source without verify must be signed by a key of the default Secret; one
+// with its own verify must satisfy its own policy AND the default (checked once when both name the
+// same Secret), so that naming another Secret cannot weaken the default. Sources that cannot carry
+// a signature are refused.
+
+// imagePolicy is a signature policy and what to check when an image does not satisfy it.
+type imagePolicy struct {
+	*signature.Policy
+	// check names the setting the policy comes from, for messages.
+	check string
+}
+
+// imagePolicies reads the policies an image must satisfy: spec.verify's, then the cluster-wide
+// default's; none when no signature is required.
+func (u *DiskUnpacker) imagePolicies(ctx context.Context, spec rukpakv1alpha1.ImageSource, opts Options) ([]imagePolicy, error) {
+	var out []imagePolicy
+	own := ""
+	if v := spec.Verify; v != nil {
+		if v.Provider != rukpakv1alpha1.VerificationProviderCosign || v.Cosign == nil || v.Cosign.SecretRef == nil {
+			return nil, newError(KindInvalidSource, nil, "image %q: %s: only provider Cosign with cosign.secretRef is supported (keyless verification is not implemented yet)", spec.Ref, verifyField)
+		}
+		own = v.Cosign.SecretRef.Name
+		p, err := u.secretPolicy(ctx, opts.Namespace, own, verifyField+".cosign.secretRef")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, imagePolicy{Policy: p, check: verifyField})
 	}
-	if v.Provider != rukpakv1alpha1.VerificationProviderCosign || v.Cosign == nil || v.Cosign.SecretRef == nil {
-		return nil, newError(KindInvalidSource, nil, "image %q: %s: only provider Cosign with cosign.secretRef is supported (keyless verification is not implemented yet)", spec.Ref, verifyField)
+	if d := u.cfg.RequireSignaturesSecret; d != "" && d != own {
+		flagName := "--" + RequireSignaturesFlag
+		p, err := u.secretPolicy(ctx, opts.Namespace, d, flagName)
+		if err != nil {
+			return nil, err
+		}
+		p.Name = fmt.Sprintf("Secret %q (the cluster-wide default, %s=%s)", d, flagName, d)
+		out = append(out, imagePolicy{Policy: p, check: "the Secret " + d + " of " + flagName})
 	}
-	const field = verifyField + ".cosign.secretRef"
-	s, err := u.getSecret(ctx, opts.Namespace, v.Cosign.SecretRef.Name, field)
+	return out, nil
+}
+
+// secretPolicy reads the public keys of Secret secretName, named by field.
+func (u *DiskUnpacker) secretPolicy(ctx context.Context, namespace, secretName, field string) (*signature.Policy, error) {
+	s, err := u.getSecret(ctx, namespace, secretName, field)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +109,31 @@ func (u *DiskUnpacker) imagePolicy(ctx context.Context, spec rukpakv1alpha1.Imag
 	return policy, nil
 }
 
-// verify checks the signature of digest (at this endpoint) under policy. previous, the resolved
+// requireImage refuses a source of type t that is not an image when the cluster-wide default
+// requires signatures: nothing can verify a git commit, an HTTP download or ConfigMaps. Not retried:
+// only a change of the source (to a signed image) or of the flag helps.
+func (u *DiskUnpacker) requireImage(t rukpakv1alpha1.SourceType, opts Options) error {
+	d := u.cfg.RequireSignaturesSecret
+	if d == "" {
+		return nil
+	}
+	switch t {
+	case rukpakv1alpha1.SourceTypeGit, rukpakv1alpha1.SourceTypeHTTP, rukpakv1alpha1.SourceTypeConfigMaps:
+	default:
+		return nil
+	}
+	e := newError(KindUnsigned, nil, "the cluster requires signed images (--%s=%s): %s sources cannot be verified; "+
+		"use an Image source signed with a key of Secret %q in namespace %q (docs/signatures.md)", RequireSignaturesFlag, d, t, d, opts.Namespace)
+	e.Reason = ReasonUnsigned
+	e.Retryable = false
+	return e
+}
+
+// verify checks the signature of digest (at this endpoint) under one policy. previous, the resolved
 // source of the last unpack, keeps the verification time when the same digest was verified with
 // the same key before, so that status does not change on every poll.
-func (s *imageSource) verify(ctx context.Context, digest name.Digest, policy *signature.Policy, previous *rukpakv1alpha1.ResolvedSource) (*rukpakv1alpha1.VerifiedSignature, error) {
-	v, err := signature.Verify(ctx, digest, *policy, s.opts...)
+func (s *imageSource) verify(ctx context.Context, digest name.Digest, policy imagePolicy, previous *rukpakv1alpha1.ResolvedSource) (*rukpakv1alpha1.VerifiedSignature, error) {
+	v, err := signature.Verify(ctx, digest, *policy.Policy, s.opts...)
 	if err != nil {
 		var verr *signature.VerifyError
 		if errors.As(err, &verr) {
@@ -75,7 +141,7 @@ func (s *imageSource) verify(ctx context.Context, digest name.Digest, policy *si
 			if verr.Reason == signature.ReasonUnsigned {
 				kind = KindUnsigned
 			}
-			e := newError(kind, err, "%s: %v (check %s and the image's signatures)", s.what, err, verifyField)
+			e := newError(kind, err, "%s: %v (check %s and the image's signatures)", s.what, err, policy.check)
 			e.Reason = verr.Reason
 			return nil, e
 		}

@@ -180,3 +180,124 @@ func BenchmarkImageUnpackVerify(b *testing.B) {
 		})
 	}
 }
+
+// requireSignatures is the Config of --require-image-signatures=secret.
+func requireSignatures(secret string) func(*Config) {
+	return func(c *Config) { c.RequireSignaturesSecret = secret }
+}
+
+// With the cluster-wide default, an image source without verify is refused when unsigned (also by
+// digest, when its content is cached from before the default) and accepted when signed by a key of
+// the default Secret.
+func TestRequireSignaturesImageWithoutVerify(t *testing.T) {
+	reg := sourcetest.NewRegistry(t)
+	key := ecKey(t)
+	unsigned := reg.Push(t, catalogImage(t, "catalog"), "catalogs/demo:v1")
+	objs := fakeClient(keySecret(t, "cluster-keys", key))
+
+	if _, err := newTestUnpacker(t, objs).Unpack(ctx(t), "catalog/digest", imageSrc(unsigned.String()), catalogOpts); err != nil {
+		t.Fatal(err)
+	}
+	u := newTestUnpacker(t, objs, requireSignatures("cluster-keys"))
+	for _, ref := range []string{reg.Ref("catalogs/demo:v1"), unsigned.String()} {
+		_, err := u.Unpack(ctx(t), "catalog/demo", imageSrc(ref), catalogOpts)
+		wantPolicyError(t, err, KindUnsigned, ReasonUnsigned, unsigned.DigestStr(), `Secret "cluster-keys"`, "--require-image-signatures=cluster-keys")
+	}
+
+	signed := reg.Push(t, catalogImage(t, "catalog-v2"), "catalogs/demo:v2")
+	if _, err := signature.Sign(ctx(t), signed, key); err != nil {
+		t.Fatal(err)
+	}
+	res, err := u.Unpack(ctx(t), "catalog/demo", imageSrc(reg.Ref("catalogs/demo:v2")), catalogOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, _ := signature.Fingerprint(&key.PublicKey)
+	if v := res.ResolvedSource.Image.Verified; v == nil || v.KeyFingerprint != fp {
+		t.Fatalf("verified = %+v, want the default Secret's key %s", v, fp)
+	}
+
+	other := reg.Push(t, catalogImage(t, "catalog"), "catalogs/other:v1")
+	if _, err := signature.Sign(ctx(t), other, ecKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = u.Unpack(ctx(t), "catalog/other", imageSrc(reg.Ref("catalogs/other:v1")), catalogOpts)
+	wantPolicyError(t, err, KindSignatureInvalid, ReasonSignatureInvalid, other.DigestStr(), "--require-image-signatures=cluster-keys")
+}
+
+// An image source with its own verify must satisfy its own policy and the default: a Secret of the
+// user's own cannot weaken the default. Naming the default's Secret itself is checked once.
+func TestRequireSignaturesImageWithOwnVerify(t *testing.T) {
+	reg := sourcetest.NewRegistry(t)
+	clusterKey, ownKey := ecKey(t), ecKey(t)
+	u := newTestUnpacker(t, fakeClient(keySecret(t, "cluster-keys", clusterKey), keySecret(t, "own-keys", ownKey)), requireSignatures("cluster-keys"))
+
+	ownOnly := reg.Push(t, catalogImage(t, "catalog"), "catalogs/demo:own")
+	if _, err := signature.Sign(ctx(t), ownOnly, ownKey); err != nil {
+		t.Fatal(err)
+	}
+	_, err := u.Unpack(ctx(t), "catalog/demo", verifiedSrc(reg.Ref("catalogs/demo:own"), "own-keys"), catalogOpts)
+	wantPolicyError(t, err, KindSignatureInvalid, ReasonSignatureInvalid, ownOnly.DigestStr(), "--require-image-signatures=cluster-keys")
+
+	clusterOnly := reg.Push(t, catalogImage(t, "catalog-v2"), "catalogs/demo:cluster")
+	if _, err := signature.Sign(ctx(t), clusterOnly, clusterKey); err != nil {
+		t.Fatal(err)
+	}
+	_, err = u.Unpack(ctx(t), "catalog/demo", verifiedSrc(reg.Ref("catalogs/demo:cluster"), "own-keys"), catalogOpts)
+	wantPolicyError(t, err, KindSignatureInvalid, ReasonSignatureInvalid, clusterOnly.DigestStr(), `Secret "own-keys"`, verifyField)
+
+	res, err := u.Unpack(ctx(t), "catalog/demo", verifiedSrc(reg.Ref("catalogs/demo:cluster"), "cluster-keys"), catalogOpts)
+	if err != nil {
+		t.Fatalf("own verify naming the default's Secret: %v", err)
+	}
+	clusterFP, _ := signature.Fingerprint(&clusterKey.PublicKey)
+	if v := res.ResolvedSource.Image.Verified; v == nil || v.KeyFingerprint != clusterFP {
+		t.Fatalf("verified = %+v, want key %s", v, clusterFP)
+	}
+
+	if _, err := signature.Sign(ctx(t), clusterOnly, ownKey); err != nil {
+		t.Fatal(err)
+	}
+	res, err = u.Unpack(ctx(t), "catalog/demo", verifiedSrc(reg.Ref("catalogs/demo:cluster"), "own-keys"), catalogOpts)
+	if err != nil {
+		t.Fatalf("signed by both keys: %v", err)
+	}
+	ownFP, _ := signature.Fingerprint(&ownKey.PublicKey)
+	if v := res.ResolvedSource.Image.Verified; v == nil || v.KeyFingerprint != ownFP {
+		t.Fatalf("verified = %+v, want the source's own key %s (status records the spec's policy)", v, ownFP)
+	}
+}
+
+// With the default, sources that cannot carry a signature are refused with Unsigned, naming the
+// flag, before anything is fetched; not retried.
+func TestRequireSignaturesNonImageRefused(t *testing.T) {
+	u := newTestUnpacker(t, fakeClient(), requireSignatures("cluster-keys"))
+	for _, src := range []rukpakv1alpha1.Source{
+		gitSrc("https://git.invalid/catalog.git", rukpakv1alpha1.GitRef{Branch: "main"}, ""),
+		httpSrc("https://http.invalid/catalog.tar.gz"),
+		cmSrc(cmEntry("catalog", "")),
+	} {
+		_, err := u.Unpack(ctx(t), "catalog/demo", src, catalogOpts)
+		wantPolicyError(t, err, KindUnsigned, ReasonUnsigned, "the cluster requires signed images (--require-image-signatures=cluster-keys)",
+			string(src.Type)+" sources cannot be verified", `Secret "cluster-keys" in namespace "olmv1-system"`)
+		if IsRetryable(err) {
+			t.Errorf("%s: refusing a non-image source is retryable", src.Type)
+		}
+	}
+}
+
+// A default Secret that is missing or holds no key fails every image unpack, naming the flag,
+// and is retried (creating the Secret fixes it).
+func TestRequireSignaturesBadSecret(t *testing.T) {
+	reg := sourcetest.NewRegistry(t)
+	reg.Push(t, catalogImage(t, "catalog"), "catalogs/demo:v1")
+	empty := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: testNamespace}}
+	for secret, want := range map[string]string{"missing": `Secret "missing" not found`, "empty": "holds no public key"} {
+		u := newTestUnpacker(t, fakeClient(empty), requireSignatures(secret))
+		_, err := u.Unpack(ctx(t), "catalog/demo", imageSrc(reg.Ref("catalogs/demo:v1")), catalogOpts)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--require-image-signatures") ||
+			!IsRetryable(err) || ReasonOf(err) != ReasonUnpackFailed {
+			t.Errorf("default Secret %s: got %v (retryable %v), want a retryable UnpackFailed error naming the flag and containing %q", secret, err, IsRetryable(err), want)
+		}
+	}
+}
