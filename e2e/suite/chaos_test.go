@@ -313,7 +313,9 @@ var _ = Describe("chaos: controllers killed with SIGKILL at random points conver
 					err := c.Get(ctx, client.ObjectKey{Name: n}, &apiextensionsv1.CustomResourceDefinition{})
 					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "CRD %s: %v", n, err)
 				}
-			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+				// kube-apiserver's CRD finalizer backs off when a CRD's storage was (re)initializing
+				// (just upgraded): minutes, not seconds.
+			}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 			for _, ns := range append([]string{chaosInstallNS}, chaosWatchedNamespaces()...) {
 				_ = chaosClientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -139,10 +140,21 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		By("deleting it: nothing it installed is left (CRDs included, as the annotation asks)")
 		Expect(c.Delete(ctx, bd)).To(Succeed())
 		bdExpectNothingLeft(ctx, c, name, ns)
-		// CRD removal is asynchronous: the API server first deletes every custom resource of it.
-		Eventually(func() error {
-			return c.Get(ctx, client.ObjectKey{Name: "kafkas.kafka.strimzi.io"}, crd)
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Satisfy(apierrors.IsNotFound))
+		// CRD removal is asynchronous: the API server first deletes every custom resource of it, and
+		// its CRD finalizer retries with a growing back-off when the CRD's storage was (re)initializing
+		// (an upgrade just changed it): wait for every strimzi CRD, so that no later spec installing
+		// strimzi (chaos) meets one still owned by this BundleDeployment.
+		Eventually(func(g Gomega) {
+			crds := &apiextensionsv1.CustomResourceDefinitionList{}
+			g.Expect(c.List(ctx, crds)).To(Succeed())
+			var left []string
+			for _, d := range crds.Items {
+				if strings.HasSuffix(d.Name, ".strimzi.io") {
+					left = append(left, d.Name)
+				}
+			}
+			g.Expect(left).To(BeEmpty(), "strimzi CRDs still there after the uninstall")
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
 })
 
