@@ -168,37 +168,8 @@ func (c *Cluster) MirrorRegistry(host, mirror string) error {
 // writeBinaryImage packs the static program bin as a one-layer image holding only /<name>, run as
 // user, in a docker-archive tarball named tag, for `ctr images import`.
 func writeBinaryImage(bin, name, user, tag, out string) error {
-	data, err := os.ReadFile(bin)
+	img, err := binaryImage(bin, name, user)
 	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Config = v1.Config{Entrypoint: []string{"/" + name}, User: user}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
 	t, err := gcrname.NewTag(tag)
@@ -206,4 +177,40 @@ func writeBinaryImage(bin, name, user, tag, out string) error {
 		return err
 	}
 	return tarball.WriteToFile(out, t, img)
+}
+
+// binaryImage is a one-layer image holding only the static program bin as /<name>, its entrypoint,
+// run as user.
+func binaryImage(bin, name, user string) (v1.Image, error) {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Config = v1.Config{Entrypoint: []string{"/" + name}, User: user}
+	return mutate.ConfigFile(img, cfg)
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -23,6 +25,8 @@ type Registry struct {
 	ClusterAddr string
 	server      *http.Server
 	done        chan error
+	// standIn, when set, is served under standInPrefix (ServeStandIn).
+	standIn atomic.Pointer[standIn]
 }
 
 // StartRegistry serves a registry on addr (use "127.0.0.1:0" for a free port). Requests are logged to
@@ -42,12 +46,15 @@ func StartRegistry(addr string, logw io.Writer) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{
-		Addr:        l.Addr().String(),
-		ClusterAddr: l.Addr().String(),
-		server:      &http.Server{Handler: registry.New(registry.Logger(log.New(logw, "registry: ", log.LstdFlags))), ReadHeaderTimeout: 10 * time.Second},
-		done:        make(chan error, 1),
-	}
+	r := &Registry{Addr: l.Addr().String(), ClusterAddr: l.Addr().String(), done: make(chan error, 1)}
+	reg := registry.New(registry.Logger(log.New(logw, "registry: ", log.LstdFlags)))
+	r.server = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if s := r.standIn.Load(); s != nil && strings.HasPrefix(req.URL.Path, standInPrefix) {
+			s.ServeHTTP(w, req)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	})}
 	go func() { r.done <- r.server.Serve(l) }()
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -197,18 +198,7 @@ func expectChartReplicasFailOver(ctx SpecContext, hc *chart.Client, ch *helmchar
 	for _, name := range images.Names {
 		Expect(replicas[name][leaders[name]].cmd.Process.Kill()).To(Succeed())
 	}
-	took := map[string]time.Duration{}
-	Eventually(func(g Gomega) {
-		for _, name := range images.Names {
-			if _, done := took[name]; done {
-				continue
-			}
-			if h := chartLeaseHolder(ctx, name); h != "" && h != holders[name] {
-				took[name] = time.Since(killedAt)
-			}
-		}
-		g.Expect(took).To(HaveLen(len(images.Names)), "Leases taken over so far: %v", took)
-	}).WithContext(ctx).WithTimeout(chartTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	took := awaitLeaseTakeovers(ctx, holders, killedAt, nil)
 	for _, name := range images.Names {
 		standby := replicas[name][1-leaders[name]]
 		Expect(standby.exited()).To(BeFalse())
@@ -220,4 +210,26 @@ func expectChartReplicasFailOver(ctx SpecContext, hc *chart.Client, ch *helmchar
 		Expect(standby.ready()).To(Succeed())
 		Expect(standby.forbidden()).To(BeEmpty(), "RBAC denials in %s", standby.log)
 	}
+}
+
+// awaitLeaseTakeovers waits until every component's Lease is held by someone other than its holder in
+// holders (the one killed at killedAt), and returns how long each took. check, when set, is asked
+// about each new holder (name, holder) as it appears.
+func awaitLeaseTakeovers(ctx context.Context, holders map[string]string, killedAt time.Time, check func(g Gomega, name, holder string)) map[string]time.Duration {
+	took := map[string]time.Duration{}
+	Eventually(func(g Gomega) {
+		for _, name := range images.Names {
+			if _, done := took[name]; done {
+				continue
+			}
+			if h := chartLeaseHolder(ctx, name); h != "" && h != holders[name] {
+				if check != nil {
+					check(g, name, h)
+				}
+				took[name] = time.Since(killedAt)
+			}
+		}
+		g.Expect(took).To(HaveLen(len(images.Names)), "Leases taken over so far: %v", took)
+	}).WithContext(ctx).WithTimeout(chartTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return took
 }

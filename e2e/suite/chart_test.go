@@ -380,20 +380,10 @@ func chartPodFailovers(ctx context.Context) {
 	for _, name := range images.Names {
 		Expect(env.clientset.CoreV1().Pods(chartNamespace).Delete(ctx, killed[name], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})).To(Succeed())
 	}
-	took := map[string]time.Duration{}
-	Eventually(func(g Gomega) {
-		for _, name := range images.Names {
-			if _, done := took[name]; done {
-				continue
-			}
-			if h := chartLeaseHolder(ctx, name); h != "" && h != holders[name] {
-				g.Expect(h).NotTo(HavePrefix(killed[name]+"_"), "%s: the killed pod holds the Lease again", name)
-				took[name] = time.Since(killedAt)
-				fmt.Fprintf(GinkgoWriter, "chart: %s pod failover %.2fs (pod %s SIGKILLed, new holder %s, lease %v)\n", name, took[name].Seconds(), killed[name], h, haLeaseDuration)
-			}
-		}
-		g.Expect(took).To(HaveLen(len(images.Names)), "Leases taken over so far: %v", took)
-	}).WithContext(ctx).WithTimeout(chartTakeoverBound + 10*time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	took := awaitLeaseTakeovers(ctx, holders, killedAt, func(g Gomega, name, h string) {
+		g.Expect(h).NotTo(HavePrefix(killed[name]+"_"), "%s: the killed pod holds the Lease again", name)
+		fmt.Fprintf(GinkgoWriter, "chart: %s pod failover %.2fs (pod %s SIGKILLed, new holder %s, lease %v)\n", name, time.Since(killedAt).Seconds(), killed[name], h, haLeaseDuration)
+	})
 	for _, name := range images.Names {
 		AddReportEntry("chart "+name+" pod failover", took[name].String())
 		Expect(took[name]).To(BeNumerically("<=", chartTakeoverBound))

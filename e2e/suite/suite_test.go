@@ -29,6 +29,9 @@ var env struct {
 	// ownCluster is set when the suite started the local control plane (not a $KUBECONFIG cluster).
 	ownCluster  *localcluster.Cluster
 	environment *localcluster.Environment
+	// kindNode is set when the suite runs against a kind cluster (E2E_KIND_NODE): its pods pull the
+	// fixtures' workload images from the suite's registry (useKindNode).
+	kindNode *localcluster.KindNode
 }
 
 // controllerArgs are extra flags per controller binary ("catalogd", "rukpak", "operator-controller").
@@ -78,4 +81,30 @@ var _ = BeforeSuite(func() {
 	env.clientset, err = kubernetes.NewForConfig(env.cfg)
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(GinkgoWriter, "controller logs in %s\n", e.LogDir)
+	if node := os.Getenv("E2E_KIND_NODE"); node != "" {
+		useKindNode(ctx, node)
+	}
 })
+
+// workloadRegistries are the registries of the images the fixtures' Deployments name: nobody can pull
+// from them. On kwok no image is pulled; on kind the node pulls them from the suite's stand-in.
+var workloadRegistries = []string{"registry.example.test", "registry.invalid"}
+
+// useKindNode makes the pods of the kind cluster whose node is name run for real: the suite's
+// registry also listens inside the node's network namespace (the host dials only loopback), serves a
+// stand-in image (the pause program) for every workload image of workloadRegistries, and the node's
+// containerd pulls those registries from it, so the operators the specs install have running pods and
+// their Deployments become Available the way they do for users.
+func useKindNode(ctx context.Context, name string) {
+	By("kind node " + name + ": the registry inside its network namespace, and a stand-in image for the fixtures' workload images")
+	node, err := localcluster.InspectKindNode(ctx, name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(node.ServeRegistry(ctx, env.registry)).To(Succeed())
+	_, nb, err := localcluster.CachedNodeBinaries(localcluster.DefaultCacheDir())
+	Expect(err).NotTo(HaveOccurred(), "the stand-in workload image is the pause program of `make node-binaries`")
+	img, err := localcluster.StandInImage(nb)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(env.registry.ServeStandIn(img)).To(Succeed())
+	Expect(node.MirrorToStandIn(ctx, env.registry, workloadRegistries...)).To(Succeed())
+	env.kindNode = node
+}
