@@ -529,6 +529,53 @@ type OperatorStatus struct {
 	// +listType=map
 	// +listMapKey=package
 	Dependencies []Dependency `json:"dependencies,omitempty"`
+
+	// declaredDependencies are the dependencies the installed direct bundle (spec.source.type
+	// Bundle, format RegistryV1) declares in its content: olm.package.required and olm.gvk.required
+	// (metadata/properties.yaml, metadata/dependencies.yaml, and the CSV's required
+	// CustomResourceDefinitions). They are reported, never resolved or installed: each says whether
+	// the cluster has it (status Present, Missing or Unknown). The Resolved condition names the
+	// missing ones. Empty for Operators installed from catalogs (see dependencies).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	DeclaredDependencies []DeclaredDependency `json:"declaredDependencies,omitempty"`
+}
+
+// DependencyPresence says whether the cluster has a declared dependency.
+// +kubebuilder:validation:Enum=Present;Missing;Unknown
+type DependencyPresence string
+
+// The presences of a declared dependency.
+const (
+	// DependencyPresent: an Operator installs the package at a version in the range, or the API
+	// server serves the group, version and kind.
+	DependencyPresent DependencyPresence = "Present"
+	// DependencyMissing: nothing on the cluster provides it.
+	DependencyMissing DependencyPresence = "Missing"
+	// DependencyUnknown: it could not be checked (the message says why).
+	DependencyUnknown DependencyPresence = "Unknown"
+)
+
+// DeclaredDependency is one dependency a direct bundle declares.
+type DeclaredDependency struct {
+	// type of the property that declares it: olm.package.required or olm.gvk.required.
+	// +required
+	Type string `json:"type"`
+
+	// value names what is required: "<package> <version range>" for olm.package.required, or
+	// "<group>/<version> <Kind>" for olm.gvk.required.
+	// +required
+	Value string `json:"value"`
+
+	// status says whether the cluster has it: Present, Missing or Unknown.
+	// +required
+	Status DependencyPresence `json:"status"`
+
+	// message says what was found, e.g. "no Operator installs package etcd" or "served by the API
+	// server".
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Operator asks operator-controller to install a package from the Catalogs: it resolves a bundle
@@ -547,6 +594,7 @@ type OperatorStatus struct {
 // +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=`.spec.channel`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.installNamespace`,priority=1
 // +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`,priority=1
+// +kubebuilder:printcolumn:name="Missing Dependencies",type=string,JSONPath=`.status.declaredDependencies[?(@.status=="Missing")].value`,priority=1,description="Dependencies a direct bundle declares that the cluster lacks (never installed for it)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it names the Operator's BundleDeployment and labels what it installs"
 type Operator struct {

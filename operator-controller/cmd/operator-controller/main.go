@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"time"
 
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	"github.com/olmv1/olmv1/platform/boot"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
 func main() {
@@ -32,6 +34,9 @@ func main() {
 		qps       float64
 		workers   int
 		readWhole bool
+		directDir string
+		directNS  string
+		noDirect  bool
 	)
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
@@ -51,6 +56,11 @@ func main() {
 			fs.Float64Var(&qps, "kube-api-qps", 200, "requests per second to the API server (burst: twice as many; the API server's priority and fairness protects it)")
 			fs.BoolVar(&readWhole, "read-whole-catalogs", false,
 				"read every blob of every serving catalog and check its content hash, instead of only the packages Operators (and their dependencies) need; for a catalogd that does not annotate CatalogMetadata with catalogd.operatorframework.io/content-hash")
+			fs.StringVar(&directDir, "direct-bundle-cache-dir", filepath.Join(os.TempDir(), "olmv1-operator-controller"),
+				"where the content of installed direct bundles (spec.source.type Bundle) is unpacked to read their package, version and dependencies")
+			fs.StringVar(&directNS, "direct-bundle-namespace", "olmv1-system", "namespace the ConfigMaps of direct bundles' ConfigMaps sources are read from (rukpak's)")
+			fs.BoolVar(&noDirect, "no-direct-bundle-metadata", false,
+				"do not read installed direct bundles' content: their status names them by source only (for clusters where operator-controller cannot reach registries)")
 			fs.IntVar(&workers, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,
 				"Operators reconciled at once (resolution itself runs once for a burst of changes)")
 		},
@@ -85,6 +95,17 @@ func main() {
 				ctrl.Log.Info("OperatorConditions are off: the CRD operatorconditions.operators.coreos.com (v2) is not served; "+
 					"apply the chart's CRDs (kubectl apply --server-side -f deploy/charts/olmv1/crds) and restart operator-controller", "error", ocErr.Error())
 			}
+			var directBundles *controller.DirectBundleReader
+			if !noDirect {
+				// The digest rukpak installed is pulled again, anonymously and without mirrors: a
+				// bundle that needs a pull secret or a mirror is reported as unreadable.
+				unpacker, err := source.New(source.Config{CacheDir: directDir, Client: direct, Log: ctrl.Log.WithName("direct-bundles")})
+				if err != nil {
+					return err
+				}
+				directBundles = &controller.DirectBundleReader{Unpacker: unpacker, Namespace: directNS,
+					ServesKind: controller.DiscoveryServesKind(controller.DiscoveryKinds(disc))}
+			}
 			return (&controller.OperatorReconciler{
 				ClusterVersion: versions.Get,
 				Client:         cached,
@@ -95,6 +116,7 @@ func main() {
 
 				MaxConcurrentReconciles: workers,
 				NoOperatorConditions:    ocErr != nil,
+				DirectBundles:           directBundles,
 			}).SetupWithManager(mgr)
 		},
 	}, os.Args[1:]))

@@ -130,7 +130,7 @@ func (f *installFlags) directOperator(name string) (*operatorsv1alpha1.Operator,
 	}
 	for flag, set := range map[string]bool{"--version": f.version != "", "--channel": f.channel != "", "--catalog-selector": f.catalogSelector != "",
 		"--upgrade-policy": f.upgradePolicy != "", "--upgrade-constraint-policy": f.constraintPolicy != "", "--upgrade-scope": f.upgradeScope != "",
-		"--dependency-policy": f.dependencyPolicy != "", "--dry-run": f.dryRun, "--name": f.name != ""} {
+		"--dependency-policy": f.dependencyPolicy != "", "--name": f.name != ""} {
 		if set {
 			return nil, fmt.Errorf("%s cannot be used with --bundle: a bundle installed directly is not resolved from catalogs (NAME names the Operator; upgrade by changing its spec.source.bundle.source)", flag)
 		}

@@ -56,8 +56,11 @@ ending in .git, ssh://, git://, file:// or git@host:path, optionally #branch=B, 
 .tar.gz. --format says what it holds: RegistryV1 (default), Plain, Helm or Kustomize. The
 dependencies such a bundle declares are not installed; upgrade it by changing the reference
 (kubectl edit operator NAME). --version, --channel, --catalog-selector, --upgrade-policy,
---upgrade-constraint-policy, --upgrade-scope, --dependency-policy, --name and --dry-run are for
-catalog installs.
+--upgrade-constraint-policy, --upgrade-scope, --dependency-policy and --name are for catalog
+installs. --bundle with --dry-run prints the Operator, namespace and BundleDeployment that would be
+created and, for an image, the bundle's objects as rukpak renders them, their RBAC and CRD
+upgrade-safety findings, and the package, version and dependencies the bundle declares, each
+checked against the cluster (never installed for it); git and http sources are not fetched.
 
 Upgrades happen by themselves only within the installed version's major version (in 0.x within its
 minor version; never in 0.0.x): a newer major waits, shown by the UpgradeAvailable condition (reason
@@ -68,6 +71,7 @@ AnyVersion follows every upgrade the catalogs offer instead; a --version range i
   kubectl olmv1 install my-operator --version 1.2.0 --upgrade-policy Manual --catalog-selector tier=prod
   kubectl olmv1 install hyperconverged --dependency-policy Install --dry-run
   kubectl olmv1 install widget --bundle quay.io/org/widget-bundle:v1.0.0 --wait
+  kubectl olmv1 install widget --bundle quay.io/org/widget-bundle:v1.0.0 --dry-run
   kubectl olmv1 install charts --bundle "https://github.com/org/charts.git#tag=v1.2.0&dir=widget" --format Helm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

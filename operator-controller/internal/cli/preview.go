@@ -40,9 +40,15 @@ func (o *options) newPlanner(c client.Client, f previewFlags) *preview.Planner {
 	}, f.certProvider).WithClusterVersion(o.ClusterVersion)
 }
 
-// installDryRun prints the plan of installing op (not created yet).
+// installDryRun prints the plan of installing op (not created yet): resolved from the catalogs, or,
+// for a direct bundle (install --bundle), its own.
 func (o *options) installDryRun(ctx context.Context, c client.Client, op *operatorsv1alpha1.Operator, pf previewFlags) error {
-	plan, err := o.newPlanner(c, pf).Install(ctx, op)
+	p := o.newPlanner(c, pf)
+	install := p.Install
+	if op.Spec.IsDirect() {
+		install = p.InstallDirect
+	}
+	plan, err := install(ctx, op)
 	if err != nil {
 		return err
 	}

@@ -162,9 +162,14 @@ func setDirectResolved(op *operatorsv1alpha1.Operator, obs observations, set set
 	if obs.applyErr == nil || obs.dependencies != nil {
 		op.Status.Dependencies = obs.dependencies
 	}
+	if rep := obs.directReport; rep != nil && rep.readErr == nil {
+		op.Status.DeclaredDependencies = rep.declared
+	} else if rep == nil && installedResolvedSource(obs.bd) == nil {
+		op.Status.DeclaredDependencies = nil
+	}
 	set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonDirectBundle,
-		fmt.Sprintf("no resolution: installs %s directly (spec.source.type Bundle, format %s); no catalog is read, and the dependencies the bundle declares are not resolved or installed: create an Operator for each package it needs",
-			src, formatOf(op)))
+		fmt.Sprintf("no resolution: installs %s directly (spec.source.type Bundle, format %s); no catalog is read, and the dependencies the bundle declares are not resolved or installed: create an Operator for each package it needs%s",
+			src, formatOf(op), obs.directReport.message()))
 	set(operatorsv1alpha1.TypeDeprecated, metav1.ConditionFalse, operatorsv1alpha1.ReasonNotDeprecated,
 		"a direct bundle has no catalog to deprecate it")
 	set(operatorsv1alpha1.TypeUpgradeAvailable, metav1.ConditionFalse, operatorsv1alpha1.ReasonUpToDate,

@@ -68,6 +68,10 @@ type OperatorReconciler struct {
 	// the OperatorCondition CRD is not installed (the chart's CRDs were not applied after an
 	// upgrade of OLM), so that operator-controller still works as before.
 	NoOperatorConditions bool
+	// DirectBundles, when set, reads the package, version and dependencies of installed direct
+	// bundles (spec.source.type Bundle, format RegistryV1) from their content and checks the
+	// dependencies against the cluster (directinspect.go). nil reports direct bundles by source only.
+	DirectBundles *DirectBundleReader
 
 	mu       sync.Mutex
 	lastIdx  *olm.Index
@@ -111,6 +115,9 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.holdUpgrade(ctx, op, &obs)
 	}
 	r.apply(ctx, op, &obs)
+	if obs.direct {
+		obs.directReport = r.inspectDirect(ctx, op, obs.bd)
+	}
 	if !obs.direct && obs.bd != nil && obs.applyErr == nil {
 		obs.applyErr = installFailed(r.ensureOperatorCondition(ctx, op, obs.bd))
 	}
@@ -118,7 +125,7 @@ func (r *OperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.patchStatus(ctx, before, op); err != nil {
 		return ctrl.Result{}, err
 	}
-	return step.Result(obs.err(), ctrl.Result{})
+	return step.Result(obs.err(), ctrl.Result{RequeueAfter: obs.directReport.recheck()})
 }
 
 // getOperator reads the Operator; nil when it is gone (its metrics are forgotten).

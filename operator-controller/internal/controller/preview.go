@@ -55,3 +55,12 @@ func MergeBundleDeployment(have, want *rukpakv1alpha1.BundleDeployment) bool {
 func DependencyOperator(op *operatorsv1alpha1.Operator, pkg string) *operatorsv1alpha1.Operator {
 	return dependencyOperator(op, pkg)
 }
+
+// DesiredDirectBundleDeployment is the BundleDeployment a reconcile writes for op's direct bundle
+// (spec.source.type Bundle) installed into ns.
+func DesiredDirectBundleDeployment(op *operatorsv1alpha1.Operator, ns string) (*rukpakv1alpha1.BundleDeployment, error) {
+	return desiredDirectBundleDeployment(op, ns)
+}
+
+// DirectSource names a direct bundle's source as the Operator's status does.
+func DirectSource(s *rukpakv1alpha1.Source) string { return describeSource(s) }

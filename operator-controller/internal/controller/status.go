@@ -50,6 +50,9 @@ type observations struct {
 	// direct is set when the Operator installs a bundle directly (spec.source.type Bundle): no
 	// resolution ran, and what is installed is named by its source.
 	direct bool
+	// directReport is what the installed direct bundle's content declares (nil when it was not
+	// read: another format, nothing installed, no reader).
+	directReport *directReport
 	// held is set when the installed bundle's OperatorCondition says Upgradeable=False and the
 	// resolved upgrade is therefore not installed (holdUpgrade).
 	held *heldUpgrade
@@ -92,7 +95,7 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 	}
 	installed := installedBy(obs.bd, obs.packageBundles)
 	if obs.direct {
-		installed = installedDirect(obs.bd)
+		installed = withFacts(installedDirect(obs.bd), obs.directReport)
 	}
 
 	// Resolved.

@@ -59,13 +59,10 @@ func dependencyBlockers(st *V0) []string {
 }
 
 // unsupportedBlockers reports what OLM v1 cannot take over without changing the running pods.
-func unsupportedBlockers(csv *v0.ClusterServiceVersion) []string {
+func unsupportedBlockers(csv *v0.ClusterServiceVersion, pkg string) []string {
 	var out []string
 	if len(csv.Spec.APIServiceDefinitions.Owned) > 0 {
 		out = append(out, fmt.Sprintf("CSV %s owns APIServices: OLM v1 does not install APIServices; keep this operator on OLM v0", csv.Name))
 	}
-	if len(csv.Spec.WebhookDefinitions) > 0 {
-		out = append(out, fmt.Sprintf("CSV %s has webhooks: OLM v0 serves them with certificates it generates and mounts itself, OLM v1 with its certificate provider's, so adopting them would replace the operator's pods; migrate does not move webhook operators yet: keep it on OLM v0, or uninstall and reinstall it with OLM v1", csv.Name))
-	}
-	return out
+	return append(out, webhookBlockers(csv, pkg)...)
 }

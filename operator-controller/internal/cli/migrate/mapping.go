@@ -64,7 +64,7 @@ func Map(st *V0) (*Target, []string) {
 		blockers = append(blockers, fmt.Sprintf("CSV %s/%s is a copy (olm.copiedFrom=%s): migrate the Subscription in namespace %s", csv.Namespace, csv.Name, csv.Labels[LabelCopiedFrom], csv.Labels[LabelCopiedFrom]))
 	}
 	blockers = append(blockers, dependencyBlockers(st)...)
-	blockers = append(blockers, unsupportedBlockers(csv)...)
+	blockers = append(blockers, unsupportedBlockers(csv, sub.Spec.Package)...)
 
 	watch, og, ogBlockers := watchNamespaces(st)
 	blockers = append(blockers, ogBlockers...)

@@ -126,8 +126,19 @@ func TestMapBlockers(t *testing.T) {
 				Spec: v0.ClusterServiceVersionSpec{CustomResourceDefinitions: v0.CustomResourceDefinitions{Required: []v0.CRDDescription{{Name: "widgets.example.com"}}}}})
 		}, "CSV ops/app.v1 requires CRD widgets.example.com that CSV widget.v1.4.2 provides"},
 		{"webhooks", func(st *V0) {
-			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook}}
-		}, "CSV widget.v1.4.2 has webhooks"},
+			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"}}
+		}, "CSV widget.v1.4.2 has webhooks that cannot be adopted without restarting the operator: Deployment widget-controller serves ValidatingWebhookConfiguration vwidget.example.com-<suffix> (OLM v1 would add vwidget.example.com beside it); " +
+			"OLM v0 mounts Secret widget-controller-service-cert (signed by OLM v0's CA) as volumes webhook-cert and apiservice-cert and sets the pod template annotation olmcahash, OLM v1 (rukpak) mounts it as rukpak-webhook-cert and rukpak-apiservice-cert without olmcahash"},
+		{"webhooks: what to do", func(st *V0) {
+			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{
+				{GenerateName: "mwidget.example.com", Type: v0.MutatingAdmissionWebhook, DeploymentName: "widget-controller"},
+				{GenerateName: "cwidget.example.com", Type: v0.ConversionWebhook, DeploymentName: "widget-controller", ConversionCRDs: []string{"widgets.example.com"}},
+			}
+		}, "serves MutatingWebhookConfiguration mwidget.example.com-<suffix> (OLM v1 would add mwidget.example.com beside it) and conversion webhook cwidget.example.com of CRDs widgets.example.com; " +
+			"OLM v0 mounts"},
+		{"webhooks: the advice", func(st *V0) {
+			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"}}
+		}, "What to do: keep it on OLM v0 (nothing was changed); or accept one restart of its pods: delete the Subscription and then the CSV (OLM v0 deletes the Deployment and webhook configurations but keeps CRDs and custom resources), then install it with `kubectl olmv1 install widget`"},
 		{"ConfigMap CatalogSource", func(st *V0) {
 			st.CatalogSource.Spec = v0.CatalogSourceSpec{SourceType: v0.SourceTypeConfigmap, ConfigMap: "legacy-catalog"}
 		}, "CatalogSource olm/community is served from ConfigMap legacy-catalog (sourceType configmap): OLM v1 Catalogs hold file-based catalogs"},

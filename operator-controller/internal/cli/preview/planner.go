@@ -156,20 +156,29 @@ func (p *Planner) build(ctx context.Context, st *State, pr proposal) (*Plan, err
 		if r == nil {
 			continue
 		}
-		grants, err := rbacGrants(ctx, p.c, r)
-		if err != nil {
+		if err := p.addGrantsAndFindings(ctx, plan, r); err != nil {
 			return nil, err
 		}
-		plan.RBAC = append(plan.RBAC, grants...)
-		findings, err := p.crdFindings(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		plan.CRDs = append(plan.CRDs, findings...)
 	}
 	// Last, what the reconcile of the changed Operator does to dependency Operators created earlier.
 	plan.Objects = append(plan.Objects, dependencyOwnerChanges(res, pr.after.Name)...)
 	return finish(plan), nil
+}
+
+// addGrantsAndFindings adds to plan the RBAC the objects r holds grant, and rukpak's CRD
+// upgrade-safety findings for its CRDs.
+func (p *Planner) addGrantsAndFindings(ctx context.Context, plan *Plan, r *rendered) error {
+	grants, err := rbacGrants(ctx, p.c, r)
+	if err != nil {
+		return err
+	}
+	plan.RBAC = append(plan.RBAC, grants...)
+	findings, err := p.crdFindings(ctx, r)
+	if err != nil {
+		return err
+	}
+	plan.CRDs = append(plan.CRDs, findings...)
+	return nil
 }
 
 // dependencyOwnerChanges are the writes to dependency Operators created earlier (see

@@ -7,6 +7,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +35,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
 var (
@@ -41,6 +46,8 @@ var (
 	disc discovery.DiscoveryInterface
 	// restConfig is the API server's admin config (copied to impersonate a ServiceAccount).
 	restConfig *rest.Config
+	// registryHost is the host:port of the suite's OCI registry (direct bundle images).
+	registryHost string
 )
 
 // fixtureReader serves catalog content from FBC strings the tests set.
@@ -96,9 +103,25 @@ func setup(s *apiservertest.Suite) error {
 	versions := &cluster.VersionCache{TTL: time.Minute, Read: func(ctx context.Context) (*olm.Cluster, error) {
 		return cluster.ReadClusterVersion(ctx, disc, nil)
 	}}
+	// Direct bundles' content is read from a registry on 127.0.0.1 with rukpak's unpacker, as main
+	// wires it; the registry stops with the suite.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	s.Cleanup(func() error { reg.Close(); return nil })
+	registryHost = strings.TrimPrefix(reg.URL, "http://")
+	cacheDir, err := os.MkdirTemp("", "oc-direct-")
+	if err != nil {
+		return err
+	}
+	s.Cleanup(func() error { return os.RemoveAll(cacheDir) })
+	unpacker, err := source.New(source.Config{CacheDir: cacheDir, Client: s.Client})
+	if err != nil {
+		return err
+	}
 	r := &controller.OperatorReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Catalogs: cache, Metrics: controller.NewMetrics(nil),
 		ClusterVersion: versions.Get,
+		DirectBundles: &controller.DirectBundleReader{Unpacker: unpacker, Namespace: "default", Recheck: time.Second,
+			ServesKind: controller.DiscoveryServesKind(controller.DiscoveryKinds(disc))},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
