@@ -19,12 +19,18 @@ import (
 // (another key during a rotation) stay valid. It returns the digest reference of the signature
 // image it pushed.
 func Sign(ctx context.Context, digest name.Digest, key crypto.Signer, opts ...remote.Option) (name.Digest, error) {
-	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
-	tag, err := SignatureTag(digest)
+	img, err := SignatureImage(digest, key)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	img, err := SignatureImage(digest, key)
+	return pushSignature(ctx, digest, img, opts)
+}
+
+// pushSignature pushes the one-layer signature image img to the signature tag of digest, appending
+// its layer to the signature image already there, if any.
+func pushSignature(ctx context.Context, digest name.Digest, img v1.Image, opts []remote.Option) (name.Digest, error) {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	tag, err := SignatureTag(digest)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -67,9 +73,14 @@ func SignatureImage(digest name.Digest, key crypto.Signer) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing %s: %w", digest, err)
 	}
+	return signatureImage(payload, map[string]string{AnnotationSignature: sig})
+}
+
+// signatureImage is a signature image of one layer: payload with annotations.
+func signatureImage(payload []byte, annotations map[string]string) (v1.Image, error) {
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	return mutate.Append(base, mutate.Addendum{
 		Layer:       static.NewLayer(payload, types.MediaType(PayloadMediaType)),
-		Annotations: map[string]string{AnnotationSignature: sig},
+		Annotations: annotations,
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -26,16 +27,22 @@ const (
 	ReasonSignatureInvalid = "SignatureInvalid"
 )
 
-// Policy is a set of trusted keys: a signature made with any one of them is accepted.
+// Policy is a set of trusted keys, a signature made with any one of them being accepted, or (when
+// Keyless is set) a keyless policy.
 type Policy struct {
 	// Name says where the keys come from, for messages, e.g. `Secret "catalog-keys"`.
 	Name string
 	// Keys are the trusted keys.
 	Keys []PublicKey
+	// Keyless, when set, is the policy instead of Keys.
+	Keyless *KeylessPolicy
 }
 
 // String names the policy and its keys' fingerprints, for messages.
 func (p Policy) String() string {
+	if p.Keyless != nil {
+		return fmt.Sprintf("%s: %s", p.Name, p.Keyless)
+	}
 	fps := make([]string, 0, len(p.Keys))
 	for _, k := range p.Keys {
 		fps = append(fps, shortFingerprint(k.Fingerprint))
@@ -67,8 +74,12 @@ func (e *VerifyError) Error() string {
 
 // Verified is the signature that made an image trusted.
 type Verified struct {
-	// KeyFingerprint is the Fingerprint of the key that verified the signature.
+	// KeyFingerprint is the Fingerprint of the key that verified the signature (a key policy).
 	KeyFingerprint string
+	// Issuer and Subject are the identity of the certificate that verified it, and IntegratedTime
+	// when the transparency log recorded it (a keyless policy).
+	Issuer, Subject string
+	IntegratedTime  time.Time
 	// Signature is the digest reference of the signature image it was read from.
 	Signature string
 }
@@ -82,7 +93,11 @@ func Verify(ctx context.Context, digest name.Digest, policy Policy, opts ...remo
 	untrusted := func(reason, detail string) error {
 		return &VerifyError{Reason: reason, Image: digest.Context().Name(), Digest: digest.DigestStr(), Policy: policy.String(), Detail: detail}
 	}
-	if len(policy.Keys) == 0 {
+	if policy.Keyless != nil {
+		if policy.Keyless.Root == nil || (policy.Keyless.Subject == "" && policy.Keyless.SubjectRegExp == nil) {
+			return nil, untrusted(ReasonSignatureInvalid, "the keyless policy has no trusted root or no subject")
+		}
+	} else if len(policy.Keys) == 0 {
 		return nil, untrusted(ReasonSignatureInvalid, "the policy has no keys")
 	}
 	var problems []string
@@ -199,6 +214,14 @@ func verifyDescriptor(desc *remote.Descriptor, sigRef name.Digest, digest string
 			}
 			problems = append(problems, fmt.Sprintf("%s: the payload cannot be read: %v", at, err))
 			continue
+		}
+		if policy.Keyless != nil {
+			id, err := verifyKeyless(keylessLayer{payload: payload, sig: sig, annotations: l.Annotations}, digest, policy.Keyless)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", at, err))
+				continue
+			}
+			return &Verified{Issuer: id.issuer, Subject: id.subject, IntegratedTime: id.integrated, Signature: sigRef.String()}, nil, nil
 		}
 		verifiedBy := ""
 		for _, k := range policy.Keys {

@@ -62,11 +62,19 @@ func (u *DiskUnpacker) imagePolicies(ctx context.Context, spec rukpakv1alpha1.Im
 	var out []imagePolicy
 	own := ""
 	if v := spec.Verify; v != nil {
-		if v.Provider != rukpakv1alpha1.VerificationProviderCosign || v.Cosign == nil || v.Cosign.SecretRef == nil {
-			return nil, newError(KindInvalidSource, nil, "image %q: %s: only provider Cosign with cosign.secretRef is supported (keyless verification is not implemented yet)", spec.Ref, verifyField)
+		if v.Provider != rukpakv1alpha1.VerificationProviderCosign || v.Cosign == nil || (v.Cosign.SecretRef == nil) == (v.Cosign.Keyless == nil) {
+			return nil, newError(KindInvalidSource, nil, "image %q: %s: only provider Cosign with exactly one of cosign.secretRef and cosign.keyless is supported", spec.Ref, verifyField)
 		}
-		own = v.Cosign.SecretRef.Name
-		p, err := u.secretPolicy(ctx, opts.Namespace, own, verifyField+".cosign.secretRef")
+		var (
+			p   *signature.Policy
+			err error
+		)
+		if k := v.Cosign.Keyless; k != nil {
+			p, err = u.keylessPolicy(ctx, spec.Ref, opts.Namespace, *k)
+		} else {
+			own = v.Cosign.SecretRef.Name
+			p, err = u.secretPolicy(ctx, opts.Namespace, own, verifyField+".cosign.secretRef")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -153,11 +161,23 @@ func (s *imageSource) verify(ctx context.Context, digest name.Digest, policy ima
 		Signature:      v.Signature,
 		Time:           metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
 	}
-	if p := previous; p != nil && p.Image != nil && p.Image.Verified != nil && p.Image.Verified.KeyFingerprint == out.KeyFingerprint &&
+	if v.Subject != "" {
+		it := metav1.NewTime(v.IntegratedTime)
+		out.Identity = &rukpakv1alpha1.SignerIdentity{Issuer: v.Issuer, Subject: v.Subject, IntegratedTime: &it}
+	}
+	if p := previous; p != nil && p.Image != nil && p.Image.Verified != nil && sameSigner(p.Image.Verified, out) &&
 		digestOf(p.Image.Ref) == digest.DigestStr() {
 		out.Time = p.Image.Verified.Time
 	}
 	return out, nil
+}
+
+// sameSigner is the same key, or the same identity, in two verified signatures.
+func sameSigner(a, b *rukpakv1alpha1.VerifiedSignature) bool {
+	if a.KeyFingerprint != b.KeyFingerprint || (a.Identity == nil) != (b.Identity == nil) {
+		return false
+	}
+	return a.Identity == nil || (a.Identity.Issuer == b.Identity.Issuer && a.Identity.Subject == b.Identity.Subject)
 }
 
 // digestOf is the digest of a digest reference ("" for anything else).
