@@ -121,18 +121,29 @@ test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control pl
 # REAL_NODE_LABELS picks its specs; KIND_REAL_NODE_LABELS the real-node specs that `make kind-e2e` runs
 # on kind's kubelet: all of them but bundle-test's (the bundle test starts a real node of its own on
 # this machine, whatever cluster the suite uses).
-REAL_NODE_LABELS      ?= real-node
-KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test
+REAL_NODE_LABELS      ?= real-node && !olm-upgrade
+KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade
 # In `make test`, when the kind tier runs too, the real-node suite's specs are divided between the two
 # real kubelets instead of running twice (docs/kind.md): the specs labelled KIND_SHARE run on kind, the
 # others on the harness's own node. Alone, `make test-real-node` and `make kind-e2e` run all of them.
 KIND_SHARE            ?= widget-operator
+# The olm-upgrade spec (and not kind: it needs this machine's node binaries) upgrades OLM v1 from the
+# chart and images of this earlier commit, which `make olm-upgrade-prev` builds once into the cache
+# (hack/olm-upgrade-prev.sh; docs/deploy.md, "Upgrading OLM v1"). e3918dd: the clean-clone CI run of
+# 2 December passed at it, real-node chart specs included (README); it predates OperatorConditions,
+# the semver guard rails and signature policies, so the upgrade adds a CRD and new fields to three.
+OLM_UPGRADE_PREV_COMMIT ?= e3918dd5d91f8156af3f5aa22c13671bed2158df
+export E2E_OLM_UPGRADE_PREV = $(OLMV1_CACHE_DIR)/olm-upgrade/$(OLM_UPGRADE_PREV_COMMIT)
+
+.PHONY: olm-upgrade-prev
+olm-upgrade-prev: ## Build (once, cached by commit) the chart and images of OLM_UPGRADE_PREV_COMMIT in a git worktree, for the olm-upgrade spec.
+	hack/olm-upgrade-prev.sh $(OLM_UPGRADE_PREV_COMMIT)
 
 .PHONY: test-real-nodes
 test-real-nodes: ## The real-node and kind tiers of `make test`, side by side with the real-node specs divided between them when both run.
 	@if docker info >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "=== [real-node] and [kind] run side by side: specs labelled $(KIND_SHARE) run on kind, the others on this machine's node (docs/kind.md)"; \
-		$(MAKE) --no-print-directory build images $(KIND_DEV) cluster-binaries node-binaries && $(KIND_DEV) image && \
+		$(MAKE) --no-print-directory build images $(KIND_DEV) cluster-binaries node-binaries olm-upgrade-prev && $(KIND_DEV) image && \
 		$(KIND_TIER_ENV) REAL_NODE_LABELS='$(REAL_NODE_LABELS) && !$(KIND_SHARE)' KIND_REAL_NODE_LABELS='$(REAL_NODE_LABELS) && $(KIND_SHARE)' \
 			hack/real-kubelet-tiers.sh; \
 	else \
@@ -142,7 +153,7 @@ test-real-nodes: ## The real-node and kind tiers of `make test`, side by side wi
 .PHONY: test-real-node
 test-real-node: build ## Real-node tier: the chart's images as real pods on a real kubelet in the harness's own network namespace (root).
 	@if [ "$$(id -u)" != 0 ]; then echo "=== [real-node] skipped: real nodes need root (network and mount namespaces, cgroups); see docs/real-nodes.md"; exit 0; fi; \
-	$(MAKE) --no-print-directory node-binaries && \
+	$(MAKE) --no-print-directory node-binaries olm-upgrade-prev && \
 	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(REAL_NODE_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh real-node e2e
 
 # The kind tier needs a Docker engine (and root for debootstrap); elsewhere it says it is skipped.

@@ -1,0 +1,88 @@
+package suite
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/olmv1/olmv1/e2e/realnode/widgetbundle"
+)
+
+// holdMessage is what widget-operator writes into its Upgradeable=False condition.
+const holdMessage = "widgets are being migrated to the new layout; upgrade me later"
+
+// holdAndReleaseUpgrade is the OperatorCondition contract with a real operator (issue 34 item 1):
+// widget-operator 1.1.0, installed with OPERATOR_CONDITION_NAME, is told to hold upgrades
+// (WIDGET_HOLD_UPGRADES through the Operator's spec.config) and writes Upgradeable=False on its
+// OperatorCondition itself, with its own ServiceAccount; the catalog then offers 1.2.0, which the
+// Operator shows as available but UpgradeBlocked, quoting the operator's message; the hold removed,
+// the operator's new pod writes Upgradeable=True and the upgrade follows.
+func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFixture) {
+	ocName := widgetbundle.CSVName("1.1.0")
+	oc := dc.Resource(operatorConditionGVR).Namespace(widgetbundle.SuggestedNamespace)
+	upgradeable := func(g Gomega) map[string]any {
+		obj, err := oc.Get(ctx, ocName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "spec", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Upgradeable" {
+				return m
+			}
+		}
+		return nil
+	}
+
+	By("the operator, told to hold upgrades, sets Upgradeable=False on its OperatorCondition " + ocName)
+	setOperatorEnv(ctx, dc, []any{map[string]any{"name": "WIDGET_HOLD_UPGRADES", "value": holdMessage}})
+	Eventually(func(g Gomega) {
+		g.Expect(upgradeable(g)).To(And(HaveKeyWithValue("status", "False"), HaveKeyWithValue("message", holdMessage)))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+
+	By("the catalog offers 1.2.0: available, but held with UpgradeBlocked quoting the operator")
+	work := GinkgoT().TempDir()
+	Expect(widgetbundle.RenderBundleSpec(work, widgetbundle.BundleSpec{Version: "1.2.0", OperatorImage: fix.widget.OperatorImages["1.1.0"], Replaces: "1.1.0"})).To(Succeed())
+	opts := widgetbundle.Options{PushAddr: env.registry.Addr, ClusterAddr: env.registry.ClusterAddr}
+	bundle, err := opts.PushBundle(ctx, work, "1.2.0")
+	Expect(err).NotTo(HaveOccurred())
+	var widgets []widgetbundle.CatalogBundle
+	for _, v := range widgetbundle.Versions {
+		widgets = append(widgets, widgetbundle.CatalogBundle{Version: v, Image: fix.widget.Bundles[v]})
+	}
+	ref, err := fix.pushCatalog(ctx, "v3", append(widgets, widgetbundle.CatalogBundle{Version: "1.2.0", Image: bundle}))
+	Expect(err).NotTo(HaveOccurred())
+	patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, ref)
+	_, err = dc.Resource(catalogGVR).Patch(ctx, upgradeCatalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var held map[string]any
+	Eventually(func(g Gomega) {
+		op, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		held = condition(op, "UpgradeAvailable")
+		g.Expect(held).To(And(HaveKeyWithValue("status", "True"), HaveKeyWithValue("reason", "UpgradeBlocked")), "conditions %v", op.Object["status"])
+		g.Expect(held["message"]).To(And(ContainSubstring("1.2.0"), ContainSubstring(holdMessage)))
+		v, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
+		g.Expect(v).To(Equal("1.1.0"))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+	fmt.Fprintf(GinkgoWriter, "held: UpgradeAvailable=True %s: %s\n", held["reason"], held["message"])
+
+	By("the hold removed, the operator's new pod sets Upgradeable=True and 1.2.0 is installed")
+	setOperatorEnv(ctx, dc, nil)
+	Eventually(func(g Gomega) {
+		g.Expect(upgradeable(g)).To(HaveKeyWithValue("status", "True"))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+	cleared := time.Now()
+	Eventually(func(g Gomega) {
+		op, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		v, _, _ := unstructured.NestedString(op.Object, "status", "installedBundle", "version")
+		g.Expect(v).To(Equal("1.2.0"))
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	fmt.Fprintf(GinkgoWriter, "1.2.0 installed %s after the operator cleared Upgradeable\n", time.Since(cleared).Round(100*time.Millisecond))
+	waitCondition(ctx, dc.Resource(operatorGVR), widgetOperator, "Healthy", "True", 2*time.Minute)
+}
