@@ -68,7 +68,10 @@ func v0Install(t *testing.T, pkg, ns string, o v0fixture.Options) (*v0fixture.In
 	}
 	// The CRD is cluster-wide: a previous test's Operator adopted it; its uninstall released it.
 	releaseGizmoCRD(t)
-	o.Dir, o.Package, o.Namespace = gizmoBundle, pkg, ns
+	if o.Dir == "" {
+		o.Dir = gizmoBundle
+	}
+	o.Package, o.Namespace = pkg, ns
 	if o.OperatorGroup == "" {
 		o.OperatorGroup = "og"
 	}

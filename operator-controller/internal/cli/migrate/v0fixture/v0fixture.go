@@ -6,7 +6,8 @@
 // (status.installedCSV), the CSV (annotated by the OperatorGroup, phase Succeeded), the CRDs, the
 // ServiceAccounts, the RBAC under OLM v0's generated names, and the Deployments with the pod
 // template OLM v0 computes (the CSV's annotations copied onto it, Subscription.spec.config applied,
-// OPERATOR_CONDITION_NAME injected, revisionHistoryLimit 1) — every object with OLM v0's
+// OPERATOR_CONDITION_NAME injected, revisionHistoryLimit 1), and for webhooks the certificate
+// resources and webhook configurations (webhooks.go) — every object with OLM v0's
 // ownerReferences (to the CSV, neither controller nor blocking) and labels (olm.owner,
 // olm.owner.kind, olm.owner.namespace, operators.coreos.com/<package>.<namespace>). docs/migration.md
 // lists the parts of OLM v0's source each of these comes from. Writes use OLM v0's field managers.
@@ -209,8 +210,15 @@ func Install(ctx context.Context, c client.Client, o Options) (*Installed, error
 	if err := installRBAC(ctx, c, csv, o, owner, ownerLabels, component); err != nil {
 		return nil, err
 	}
+	webhookSpecs, err := installWebhooks(ctx, c, csv, owner, ownerLabels)
+	if err != nil {
+		return nil, err
+	}
 	out := &Installed{CSV: csv}
 	for _, spec := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		if ws, ok := webhookSpecs[spec.Name]; ok {
+			spec.Spec = ws
+		}
 		d := deployment(csv, spec, o.Config, owner, merge(ownerLabels, map[string]string{component: ""}))
 		if o.ControllerRef {
 			yes := true
