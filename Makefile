@@ -183,13 +183,18 @@ fuzz: ## Run every Go fuzz target for FUZZTIME (default 30s) each; crashers land
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # Benchmark name pattern for `make bench`, e.g. BENCH=OperatorsInstall (the cluster benchmarks of
-# issues 7 and 8 are e2e/bench's BenchmarkBundleDeploymentsScale and BenchmarkOperatorsInstall).
+# issues 7, 8 and 36 are e2e/bench's BenchmarkBundleDeploymentsScale and BenchmarkOperatorsInstall).
+# Only the packages holding a benchmark whose name matches are built and run. N sets how many
+# Operators BenchmarkOperatorsInstall installs (OLMV1_BENCH_OPERATORS, default 100); COUNT repeats.
 BENCH        ?= .
 
 .PHONY: bench
 bench: build ## Benchmarks of every module (real data from OLMV1_TESTDATA; envtest and the local control plane where needed).
-	@export KUBEBUILDER_ASSETS=$$($(DEV) build); \
-	for m in $(MODULES); do echo "bench: $$m"; (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...) || exit 1; done
+	@export KUBEBUILDER_ASSETS=$$($(DEV) build); $(if $(N),export OLMV1_BENCH_OPERATORS=$(N);) \
+	for m in $(MODULES); do \
+	  pkgs=$$(cd $$m && grep -roE --include='*_test.go' '^func Benchmark[A-Za-z0-9_]*' . | sed -E 's#^(.*)/[^/]*:func (Benchmark.*)$$#\1 \2#' | awk -v re='$(BENCH)' '$$2 ~ re {print $$1}' | sort -u); \
+	  [ -n "$$pkgs" ] || continue; echo "bench: $$m:" $$pkgs; \
+	  (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 120m $(if $(COUNT),-count $(COUNT)) $$pkgs) || exit 1; done
 
 ##@ Deploy (images, chart, kind)
 

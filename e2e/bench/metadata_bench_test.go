@@ -46,6 +46,12 @@ var olm struct {
 	ref           string // community-v4.20 catalog image
 	communityErr  error
 	communitySkip string
+
+	// pprof is where each controller serves net/http/pprof, when $OLMV1_BENCH_PROFILE_DIR is set.
+	pprof     map[string]string
+	tokenOnce sync.Once
+	token     string
+	tokenErr  error
 }
 
 func repoRoot() string {
@@ -73,7 +79,8 @@ func TestMain(m *testing.M) {
 
 // startOLM starts the environment once: the local control plane, the registry and the three
 // controllers (with their default flags, plus those in $BENCH_CATALOGD_ARGS, $BENCH_RUKPAK_ARGS and
-// $BENCH_OPERATOR_CONTROLLER_ARGS, for experiments), and waits until catalogd's CatalogMetadata
+// $BENCH_OPERATOR_CONTROLLER_ARGS, for experiments; with $OLMV1_BENCH_PROFILE_DIR set, rukpak and
+// operator-controller also serve pprof on free loopback ports), and waits until catalogd's CatalogMetadata
 // APIService is Available.
 func startOLM(b *testing.B) {
 	b.Helper()
@@ -98,6 +105,21 @@ func startOLM(b *testing.B) {
 			return
 		}
 		ctx := context.Background()
+		rukpakArgs := strings.Fields(os.Getenv("BENCH_RUKPAK_ARGS"))
+		ocArgs := strings.Fields(os.Getenv("BENCH_OPERATOR_CONTROLLER_ARGS"))
+		if os.Getenv("OLMV1_BENCH_PROFILE_DIR") != "" {
+			olm.pprof = map[string]string{}
+			for _, name := range []string{"rukpak", "operator-controller"} {
+				p, err := localcluster.FreePort()
+				if err != nil {
+					olm.err = err
+					return
+				}
+				olm.pprof[name] = "127.0.0.1:" + strconv.Itoa(p)
+			}
+			rukpakArgs = append(rukpakArgs, "--pprof-bind-address="+olm.pprof["rukpak"])
+			ocArgs = append(ocArgs, "--pprof-bind-address="+olm.pprof["operator-controller"])
+		}
 		olm.env, olm.err = localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
 			RepoRoot: repoRoot(), BinDir: binDir, Dir: dir,
 			ControllerArgs: map[string][]string{
@@ -106,8 +128,8 @@ func startOLM(b *testing.B) {
 					"--metadata-bind-address=127.0.0.1:" + strconv.Itoa(port), "--metadata-cert-dir=" + filepath.Join(dir, "catalogd", "metadata-certs"),
 					"--metadata-apiservice=local",
 				}, strings.Fields(os.Getenv("BENCH_CATALOGD_ARGS"))...),
-				"rukpak":              strings.Fields(os.Getenv("BENCH_RUKPAK_ARGS")),
-				"operator-controller": strings.Fields(os.Getenv("BENCH_OPERATOR_CONTROLLER_ARGS")),
+				"rukpak":              rukpakArgs,
+				"operator-controller": ocArgs,
 			},
 		})
 		if olm.err != nil {

@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/olmv1/olmv1/e2e/localcluster"
+)
+
+// processStats reads what /proc says of one process.
+type processStats struct{ pid int }
+
+func controllerProcess(name string) processStats {
+	if c := olm.env.Controller(name); c != nil {
+		return processStats{pid: c.PID}
+	}
+	return processStats{}
+}
+
+// clusterProcess is a process of the local control plane (kube-apiserver, etcd, kwok …).
+func clusterProcess(name string) processStats {
+	if olm.env.Cluster == nil {
+		return processStats{}
+	}
+	for _, p := range olm.env.Cluster.Processes {
+		if p.Name == name {
+			return processStats{pid: p.PID}
+		}
+	}
+	return processStats{}
+}
+
+// rssMB is the process's resident set in MiB (0 when unknown).
+func (p processStats) rssMB() float64 {
+	if p.pid == 0 {
+		return 0
+	}
+	rss, err := localcluster.RSS(p.pid)
+	if err != nil {
+		return 0
+	}
+	return float64(rss) / (1 << 20)
+}
+
+// peakRSSMB is the largest resident set the process has had since it started (VmHWM), in MiB.
+func (p processStats) peakRSSMB() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// cpuSeconds is the CPU time (user + system) the process used so far.
+func (p processStats) cpuSeconds() float64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) start after the last ')'.
+	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ is 100 on Linux
+}
+
+// etcdDBBytes is the size of etcd's bbolt file, which is what etcd_mvcc_db_total_size_in_bytes
+// reports (the benchmark's etcd serves no metrics listener of its own).
+func etcdDBBytes() float64 {
+	if olm.env.Cluster == nil {
+		return 0
+	}
+	fi, err := os.Stat(filepath.Join(olm.env.Cluster.Dir, "etcd", "member", "snap", "db"))
+	if err != nil {
+		return 0
+	}
+	return float64(fi.Size())
+}
+
+// sumMetric adds up every sample of the counter name in a Prometheus text exposition.
+func sumMetric(exposition []byte, name string) float64 {
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(exposition))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
+}
+
+// apiserverRequests is kube-apiserver's apiserver_request_total, summed over every label: every
+// request any client made (the controllers, kube-controller-manager, the scheduler, kwok, this benchmark).
+func apiserverRequests(ctx context.Context) (float64, error) {
+	cs, err := kubernetes.NewForConfig(benchConfig())
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return sumMetric(raw, "apiserver_request_total"), nil
+}
+
+// controllerRequests is a controller's own count of the requests it sent to the API server
+// (client-go's rest_client_requests_total, served on its authenticated metrics endpoint): the
+// per-controller split that kube-apiserver's metrics, which carry no user agent, cannot give.
+func controllerRequests(ctx context.Context, name string) (float64, error) {
+	c := olm.env.Controller(name)
+	if c == nil {
+		return 0, fmt.Errorf("no controller %s", name)
+	}
+	token, err := metricsToken(ctx)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.MetricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		// The controllers serve a certificate of their own making here; only the loopback is dialled.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
+	}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s metrics: %s: %s", name, resp.Status, body)
+	}
+	return sumMetric(body, "rest_client_requests_total"), nil
+}
+
+// benchConfig is the admin configuration without a client-side rate limit.
+func benchConfig() *rest.Config {
+	cfg := rest.CopyConfig(olm.env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// metricsToken is a token of a ServiceAccount allowed to GET /metrics, made once.
+func metricsToken(ctx context.Context) (string, error) {
+	olm.tokenOnce.Do(func() {
+		olm.token, olm.tokenErr = newMetricsToken(ctx)
+	})
+	return olm.token, olm.tokenErr
+}
+
+func newMetricsToken(ctx context.Context) (string, error) {
+	cs, err := kubernetes.NewForConfig(benchConfig())
+	if err != nil {
+		return "", err
+	}
+	const name, ns = "olmv1-bench-metrics", "default"
+	create := func(err error) error {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err = create(err); err != nil {
+		return "", err
+	}
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	if err = create(err); err != nil {
+		return "", err
+	}
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	if err = create(err); err != nil {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	// The controllers' authorizers see the new binding through an informer: give them a moment.
+	time.Sleep(2 * time.Second)
+	return tr.Status.Token, nil
+}
+
+// requestCounts is one reading of the request counters.
+type requestCounts struct{ apiserver, operatorController, rukpak float64 }
+
+func readRequestCounts(ctx context.Context) (requestCounts, error) {
+	var r requestCounts
+	var err error
+	if r.apiserver, err = apiserverRequests(ctx); err != nil {
+		return r, err
+	}
+	if r.operatorController, err = controllerRequests(ctx, "operator-controller"); err != nil {
+		return r, err
+	}
+	r.rukpak, err = controllerRequests(ctx, "rukpak")
+	return r, err
+}
+
+func (r requestCounts) minus(o requestCounts) requestCounts {
+	return requestCounts{r.apiserver - o.apiserver, r.operatorController - o.operatorController, r.rukpak - o.rukpak}
+}
+
+// profiler captures CPU and heap profiles of the controllers through their --pprof-bind-address,
+// when $OLMV1_BENCH_PROFILE_DIR names a directory (see startOLM).
+type profiler struct {
+	dir  string
+	done chan struct{}
+}
+
+// startCPUProfiles asks each profiled controller for a CPU profile of the next seconds seconds,
+// written to dir/<controller>-<label>.cpu.pprof.
+func startCPUProfiles(label string, seconds int) *profiler {
+	p := &profiler{dir: os.Getenv("OLMV1_BENCH_PROFILE_DIR"), done: make(chan struct{})}
+	if p.dir == "" {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		errs := make(chan error, len(olm.pprof))
+		for name, addr := range olm.pprof {
+			go func() {
+				errs <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds),
+					filepath.Join(p.dir, fmt.Sprintf("%s-%s.cpu.pprof", name, label)), time.Duration(seconds+30)*time.Second)
+			}()
+		}
+		for range olm.pprof {
+			if err := <-errs; err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}
+	}()
+	return p
+}
+
+// heapProfiles writes each profiled controller's heap profile to dir/<controller>-<label>.heap.pprof.
+func heapProfiles(label string) {
+	dir := os.Getenv("OLMV1_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	for name, addr := range olm.pprof {
+		if err := fetchProfile("http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(dir, fmt.Sprintf("%s-%s.heap.pprof", name, label)), time.Minute); err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+		}
+	}
+}
+
+func fetchProfile(url, path string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: timeout}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// controllerRSS is the RSS of a controller process in MiB (0 when unknown).
+func controllerRSS(name string) float64 { return controllerProcess(name).rssMB() }
+
+// controllerCPU is the CPU time (user + system) a controller process used so far, in seconds.
+func controllerCPU(name string) float64 { return controllerProcess(name).cpuSeconds() }
