@@ -382,3 +382,18 @@ func mustMarshal(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// BenchmarkVerifyKeyless is Verify of a keyless signature against a local registry: the signature
+// manifest and payload fetched, then the signature, the SET and the certificate chain checked.
+func BenchmarkVerifyKeyless(b *testing.B) {
+	f := newKeylessFixture(b)
+	digest := f.push(b, "catalogs/demo:v1")
+	signKeyless(b, digest, f.signer(b, testIdentity))
+	policy := f.policy(b, testIssuer, testSubject, "")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := signature.Verify(context.Background(), digest, policy); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

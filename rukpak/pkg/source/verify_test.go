@@ -15,6 +15,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/signature"
+	"github.com/olmv1/olmv1/rukpak/pkg/signature/signaturetest"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/sourcetest"
 )
 
@@ -162,12 +163,25 @@ func BenchmarkImageUnpackVerify(b *testing.B) {
 	if _, err := signature.Sign(ctx(b), digest, key); err != nil {
 		b.Fatal(err)
 	}
+	ca, err := signaturetest.NewAuthority("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	signer, err := ca.Signer(signaturetest.Identity{Issuer: keylessIssuer, Subject: keylessSubject})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := signature.SignKeyless(ctx(b), reg.Push(b, catalogImage(b, "catalog"), "catalogs/keyless:v1"), signer); err != nil {
+		b.Fatal(err)
+	}
 	for name, src := range map[string]rukpakv1alpha1.Source{
 		"no-policy": imageSrc(reg.Ref("catalogs/demo:v1")),
 		"key":       verifiedSrc(reg.Ref("catalogs/demo:v1"), "catalog-keys"),
+		"keyless": keylessSrc(reg.Ref("catalogs/keyless:v1"), rukpakv1alpha1.KeylessVerification{Issuer: keylessIssuer, Subject: keylessSubject,
+			TrustedRootRef: rukpakv1alpha1.TrustedRootReference{Name: "sigstore-root"}}),
 	} {
 		b.Run(name, func(b *testing.B) {
-			u := newTestUnpacker(b, fakeClient(keySecret(b, "catalog-keys", key)))
+			u := newTestUnpacker(b, fakeClient(keySecret(b, "catalog-keys", key), rootConfigMap(b, "sigstore-root", ca)))
 			if _, err := u.Unpack(ctx(b), "catalog/demo", src, catalogOpts); err != nil {
 				b.Fatal(err)
 			}
