@@ -228,6 +228,9 @@ conditions:
 resolvedBundle: {name: argocd-operator.v0.7.0, version: 0.7.0, catalog: operatorhub, source: "quay.io/org/argocd-bundle:v0.7.0"}
 installedBundle: {name: argocd-operator.v0.6.0, version: 0.6.0, catalog: operatorhub, source: "quay.io/org/argocd-bundle:v0.6.0"}
 installNamespace: argocd-operator
+declaredDependencies:
+- {type: olm.package.required, value: "sprocket >=1.0.0", status: Present, message: "Operator sprocket installs version 1.4.0"}
+- {type: olm.gvk.required, value: "wheels.example.com/v1 Wheel", status: Missing, message: "not served"}
 `)
 	suite.AssertPrinterColumns(t, operatorKind, "printed", []apiservertest.Column{
 		{Name: "Name", Cell: "printed"},
@@ -240,6 +243,7 @@ installNamespace: argocd-operator
 		{Name: "Channel", Priority: 1, Cell: "stable"},
 		{Name: "Namespace", Priority: 1, Cell: "argocd-operator"},
 		{Name: "Paused", Priority: 1, Cell: "False"},
+		{Name: "Missing Dependencies", Priority: 1, Cell: "wheels.example.com/v1 Wheel"},
 		{Name: "Age"},
 	})
 }
