@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
 	"time"
 
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -56,8 +55,8 @@ func main() {
 			fs.Float64Var(&qps, "kube-api-qps", 200, "requests per second to the API server (burst: twice as many; the API server's priority and fairness protects it)")
 			fs.BoolVar(&readWhole, "read-whole-catalogs", false,
 				"read every blob of every serving catalog and check its content hash, instead of only the packages Operators (and their dependencies) need; for a catalogd that does not annotate CatalogMetadata with catalogd.operatorframework.io/content-hash")
-			fs.StringVar(&directDir, "direct-bundle-cache-dir", filepath.Join(os.TempDir(), "olmv1-operator-controller"),
-				"where the content of installed direct bundles (spec.source.type Bundle) is unpacked to read their package, version and dependencies")
+			fs.StringVar(&directDir, "direct-bundle-cache-dir", "",
+				"where the content of installed direct bundles (spec.source.type Bundle) is unpacked to read their package, version and dependencies (default: a new directory under $TMPDIR, one per process)")
 			fs.StringVar(&directNS, "direct-bundle-namespace", "olmv1-system", "namespace the ConfigMaps of direct bundles' ConfigMaps sources are read from (rukpak's)")
 			fs.BoolVar(&noDirect, "no-direct-bundle-metadata", false,
 				"do not read installed direct bundles' content: their status names them by source only (for clusters where operator-controller cannot reach registries)")
@@ -99,6 +98,12 @@ func main() {
 			if !noDirect {
 				// The digest rukpak installed is pulled again, anonymously and without mirrors: a
 				// bundle that needs a pull secret or a mirror is reported as unreadable.
+				if directDir == "" {
+					// One directory per process: the unpacker removes what no key of its own refers to.
+					if directDir, err = os.MkdirTemp("", "olmv1-operator-controller-"); err != nil {
+						return err
+					}
+				}
 				unpacker, err := source.New(source.Config{CacheDir: directDir, Client: direct, Log: ctrl.Log.WithName("direct-bundles")})
 				if err != nil {
 					return err
