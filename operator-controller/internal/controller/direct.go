@@ -162,9 +162,12 @@ func setDirectResolved(op *operatorsv1alpha1.Operator, obs observations, set set
 	if obs.applyErr == nil || obs.dependencies != nil {
 		op.Status.Dependencies = obs.dependencies
 	}
-	if rep := obs.directReport; rep != nil && rep.readErr == nil {
+	// What the installed content declares; kept while it is not read again (no reader, another
+	// format), cleared when nothing is installed or the content could not be read.
+	switch rep := obs.directReport; {
+	case rep != nil:
 		op.Status.DeclaredDependencies = rep.declared
-	} else if rep == nil && installedResolvedSource(obs.bd) == nil {
+	case installedResolvedSource(obs.bd) == nil:
 		op.Status.DeclaredDependencies = nil
 	}
 	set(operatorsv1alpha1.TypeResolved, metav1.ConditionTrue, operatorsv1alpha1.ReasonDirectBundle,

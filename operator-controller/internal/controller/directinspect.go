@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -150,6 +151,9 @@ func (r *OperatorReconciler) inspectDirect(ctx context.Context, op *operatorsv1a
 
 // installedResolvedSource is the resolved source of bd's installed revision (nil when none).
 func installedResolvedSource(bd *rukpakv1alpha1.BundleDeployment) *rukpakv1alpha1.ResolvedSource {
+	if bd == nil {
+		return nil
+	}
 	for _, h := range bd.Status.History {
 		if h.Revision == bd.Status.InstalledRevision && h.ResolvedSource != nil && bd.Status.InstalledRevision > 0 {
 			return h.ResolvedSource
@@ -301,17 +305,14 @@ func withFacts(in installation, rep *directReport) installation {
 	f := rep.facts
 	b := in.bundle.DeepCopy()
 	b.Name, b.Version = f.CSVName, f.Version
-	pkg, _ := json.Marshal(map[string]string{"packageName": f.Package, "version": f.Version})
-	b.Properties = []operatorsv1alpha1.BundleProperty{{Type: "olm.package", Value: string(pkg)}}
+	b.Properties = []operatorsv1alpha1.BundleProperty{{Type: "olm.package", Value: compactJSON(map[string]string{"packageName": f.Package, "version": f.Version})}}
 	for _, r := range f.Requires {
-		var v []byte
+		v := map[string]string{"group": r.Group, "version": r.Version, "kind": r.Kind}
 		if r.Type == propertyPackageRequired {
-			v, _ = json.Marshal(map[string]string{"packageName": r.Package, "versionRange": r.VersionRange})
-		} else {
-			v, _ = json.Marshal(map[string]string{"group": r.Group, "version": r.Version, "kind": r.Kind})
+			v = map[string]string{"packageName": r.Package, "versionRange": r.VersionRange}
 		}
 		if len(b.Properties) < 64 {
-			b.Properties = append(b.Properties, operatorsv1alpha1.BundleProperty{Type: r.Type, Value: string(v)})
+			b.Properties = append(b.Properties, operatorsv1alpha1.BundleProperty{Type: r.Type, Value: compactJSON(v)})
 		}
 	}
 	in.bundle = b
@@ -331,4 +332,13 @@ func DiscoveryKinds(d discovery.DiscoveryInterface) func(groupVersion string) ([
 		}
 		return kinds, nil
 	}
+}
+
+// compactJSON is v as compact JSON without HTML escaping (a version range keeps its ">").
+func compactJSON(v map[string]string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(buf.String(), "\n")
 }

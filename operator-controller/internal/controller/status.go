@@ -94,6 +94,9 @@ func setStatus(op *operatorsv1alpha1.Operator, obs observations) {
 		op.Status.InstallNamespace = obs.namespace
 	}
 	installed := installedBy(obs.bd, obs.packageBundles)
+	if !obs.direct {
+		op.Status.DeclaredDependencies = nil // only direct bundles declare them in status
+	}
 	if obs.direct {
 		installed = withFacts(installedDirect(obs.bd), obs.directReport)
 	}
