@@ -73,11 +73,10 @@ type OperatorReconciler struct {
 	// dependencies against the cluster (directinspect.go). nil reports direct bundles by source only.
 	DirectBundles *DirectBundleReader
 
-	mu          sync.Mutex
-	lastIdx     *olm.Index
-	lastReqs    []operators.Request
-	lastCluster string
-	lastOut     map[string]operators.Outcome
+	mu       sync.Mutex
+	lastIdx  *olm.Index
+	lastReqs string
+	lastOut  map[string]operators.Outcome
 }
 
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;create;patch;delete
@@ -276,8 +275,7 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 // resolve resolves every Operator together and returns op's outcome, the index it resolved
 // against (nil when none was read) and the Catalogs it read (whose bundleVerify the resolved
 // bundle's BundleDeployment gets). Results are reused while the requests and the catalogs' content
-// are unchanged, and when the only change is that Operators installed what they were resolved to
-// (outcomesStillHold).
+// are unchanged.
 //
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
@@ -326,17 +324,17 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 			log.FromContext(ctx).Info("reading the cluster's version failed; bundles' minKubeVersion is checked against the last version read, if any", "error", err.Error())
 		}
 	}
-	clusterKey := ""
+	key := fingerprint(reqs)
 	if cluster != nil {
-		clusterKey = cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
+		key += "\x00" + cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
 	}
-	if r.lastIdx != idx || r.lastCluster != clusterKey || !outcomesStillHold(r.lastReqs, reqs, r.lastOut) {
+	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
 		start := time.Now()
 		r.lastOut = operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: cluster})
 		if r.Metrics != nil {
 			r.Metrics.ResolutionSeconds.Observe(time.Since(start).Seconds())
 		}
-		r.lastIdx, r.lastReqs, r.lastCluster = idx, reqs, clusterKey
+		r.lastIdx, r.lastReqs = idx, key
 	}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
