@@ -91,8 +91,8 @@ func TestCatalogValidation(t *testing.T) {
 			WantErrs: []string{`spec.bundleVerify.provider: Unsupported value: "Notation"`}},
 		{Name: "bundleVerify Cosign requires cosign", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign}`),
 			WantErrs: []string{"cosign is required when provider is Cosign"}},
-		{Name: "bundleVerify.cosign requires secretRef", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {}}`),
-			WantErrs: []string{"secretRef is required"}},
+		{Name: "bundleVerify.cosign requires secretRef or keyless", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {}}`),
+			WantErrs: []string{"exactly one of secretRef (public keys) and keyless (certificate identity) is required"}},
 		{Name: "bundleVerify.cosign.secretRef.name must be a Secret name", Spec: apiservertest.SpecWith(imageSpec, "bundleVerify", `{provider: Cosign, cosign: {secretRef: {name: My_Keys}}}`),
 			WantErrs: []string{"spec.bundleVerify.cosign.secretRef.name", "should match"}},
 	})
