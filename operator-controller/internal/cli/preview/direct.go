@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorsv1alpha1 "github.com/olmv1/olmv1/operator-controller/api/v1alpha1"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
@@ -24,14 +22,10 @@ import (
 // checked against the cluster as the reconciler checks it; none is installed). Git and HTTP sources
 // are not fetched: the plan says so.
 func (p *Planner) InstallDirect(ctx context.Context, op *operatorsv1alpha1.Operator) (*Plan, error) {
-	dry := op.DeepCopy()
-	if err := p.c.Create(ctx, dry, client.DryRunAll); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("operator %s already exists: change its spec.source.bundle.source to install another bundle (kubectl edit operator %s)", op.Name, op.Name)
-		}
-		return nil, fmt.Errorf("create Operator %s (dry run): %w", op.Name, err)
+	dry, err := p.dryRunCreate(ctx, op, fmt.Sprintf("change its spec.source.bundle.source to install another bundle (kubectl edit operator %s)", op.Name))
+	if err != nil {
+		return nil, err
 	}
-	dry.UID = ""
 	src := &dry.Spec.Source.Bundle.Source
 	plan := &Plan{Action: "install", Operator: op.Name, Package: op.Spec.PackageName, Bundles: []PlannedBundle{}, Objects: []PlannedObject{}, RBAC: []RBACGrant{}, CRDs: []CRDFinding{}}
 	opObj, err := operatorChange(proposal{action: "install", after: dry})

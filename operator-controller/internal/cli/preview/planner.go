@@ -64,20 +64,30 @@ func (p *Planner) ReadState(ctx context.Context) (*State, error) {
 // Install is the Plan of creating op: the API server validates and defaults it in a dry run, then
 // it is resolved with every other Operator.
 func (p *Planner) Install(ctx context.Context, op *operatorsv1alpha1.Operator) (*Plan, error) {
-	dry := op.DeepCopy()
-	if err := p.c.Create(ctx, dry, client.DryRunAll); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("operator %s already exists: preview a change with `kubectl olmv1 upgrade %s --preview`", op.Name, op.Name)
-		}
-		return nil, fmt.Errorf("create Operator %s (dry run): %w", op.Name, err)
+	dry, err := p.dryRunCreate(ctx, op, fmt.Sprintf("preview a change with `kubectl olmv1 upgrade %s --preview`", op.Name))
+	if err != nil {
+		return nil, err
 	}
-	// It would be the newest Operator; its UID is assigned when it is created.
-	dry.UID, dry.CreationTimestamp = "", metav1.NewTime(p.now())
 	st, err := p.ReadState(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return p.build(ctx, st, proposal{action: "install", after: dry})
+}
+
+// dryRunCreate is op as the API server would create it (validated and defaulted by a dry run), as
+// the newest Operator, without the UID it is assigned when it is created. ifExists says what to do
+// when an Operator of that name exists.
+func (p *Planner) dryRunCreate(ctx context.Context, op *operatorsv1alpha1.Operator, ifExists string) (*operatorsv1alpha1.Operator, error) {
+	dry := op.DeepCopy()
+	if err := p.c.Create(ctx, dry, client.DryRunAll); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("operator %s already exists: %s", op.Name, ifExists)
+		}
+		return nil, fmt.Errorf("create Operator %s (dry run): %w", op.Name, err)
+	}
+	dry.UID, dry.CreationTimestamp = "", metav1.NewTime(p.now())
+	return dry, nil
 }
 
 // Upgrade is the Plan of changing Operator before into after (as the API server would store it, by
