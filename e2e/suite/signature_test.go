@@ -22,6 +22,7 @@ import (
 
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/signature"
+	"github.com/olmv1/olmv1/rukpak/pkg/signature/signaturetest"
 )
 
 // Image signatures through the three controllers (docs/signatures.md): catalogd verifies a
@@ -96,6 +97,65 @@ var _ = Describe("image signatures", Label("signatures"), func() {
 			got := getCatalogObject(ctx, c, name)
 			g.Expect(nestedString(got.Object, "status", "contentHash")).To(Equal(hash))
 		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	})
+
+	It("serves a catalog signed keyless by the expected identity, checked offline against a trusted root in a ConfigMap, and refuses another identity", func(ctx SpecContext) {
+		const issuer, subject = "https://token.actions.example.com", "https://github.com/org/catalog/.github/workflows/release.yaml@refs/heads/main"
+		ca, err := signaturetest.NewAuthority("e2e")
+		Expect(err).NotTo(HaveOccurred())
+		root, err := ca.TrustedRootJSON()
+		Expect(err).NotTo(HaveOccurred())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "e2e-sigstore-root", Namespace: catalogdNamespace},
+			Data: map[string]string{rukpakv1alpha1.DefaultTrustedRootKey: string(root)}}
+		_, err = env.clientset.CoreV1().ConfigMaps(catalogdNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = env.clientset.CoreV1().ConfigMaps(catalogdNamespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+		})
+		signKeyless := func(ref, who string) name.Digest {
+			s, err := ca.Signer(signaturetest.Identity{Issuer: issuer, Subject: who})
+			Expect(err).NotTo(HaveOccurred())
+			d := resolveDigest(ctx, ref)
+			_, err = signature.SignKeyless(ctx, d, s)
+			Expect(err).NotTo(HaveOccurred())
+			return d
+		}
+		catalogFBC := func(version string) *fixtureCatalog {
+			return newFixtureCatalog().SingleBundlePackage("keyless-pkg", version, env.registry.Addr+"/bundles/keyless-pkg:v"+version)
+		}
+		ref := catalogFBC("1.0.0").Push(ctx, "keyless-catalog", "latest")
+		signKeyless(ref, subject)
+
+		const name = "e2e-keyless-catalog"
+		Expect(c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+			"metadata": map[string]any{"name": name},
+			"spec": map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{
+				"ref": ref, "pollInterval": "1s",
+				"verify": map[string]any{"provider": "Cosign", "cosign": map[string]any{"keyless": map[string]any{
+					"issuer": issuer, "subject": subject, "trustedRootRef": map[string]any{"name": cm.Name}}}},
+			}}},
+		}})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, catalogNamed(name)) })
+
+		By("served, with the signer's identity in the status")
+		got := waitCondition(ctx, c, catalogNamed(name), "Serving", "True", 2*time.Minute, anyGeneration())
+		Expect(nestedString(got.Object, "status", "resolvedSource", "image", "verified", "identity", "issuer")).To(Equal(issuer))
+		Expect(nestedString(got.Object, "status", "resolvedSource", "image", "verified", "identity", "subject")).To(Equal(subject))
+		contentURL := nestedString(got.Object, "status", "contentURL")
+		Expect(string(httpsGet(ctx, contentURL))).To(ContainSubstring("keyless-pkg.v1.0.0"))
+
+		By("the tag moves to an image signed by another identity: SignatureInvalid naming it; v1 is still served")
+		catalogFBC("2.0.0").Push(ctx, "keyless-catalog", "latest")
+		wrong := signKeyless(ref, "mallory@example.com")
+		cat := catalogNamed(name)
+		waitCondition(ctx, c, cat, "Unpacked", "False", 2*time.Minute, withReason(rukpakv1alpha1.ReasonSignatureInvalid),
+			andAlso(func(g Gomega) { g.Expect(conditionMessage(cat, "Unpacked")).To(ContainSubstring(wrong.DigestStr())) }))
+		Expect(conditionMessage(cat, "Unpacked")).To(ContainSubstring(`issued to "mallory@example.com"`))
+		Expect(findCondition(cat, "Serving")).To(HaveKeyWithValue("status", "True"))
+		all := string(httpsGet(ctx, contentURL))
+		Expect(all).To(ContainSubstring("keyless-pkg.v1.0.0"))
+		Expect(all).NotTo(ContainSubstring("keyless-pkg.v2.0.0"))
 	})
 
 	It("refuses an unsigned bundle listed by a catalog with bundleVerify, and the Operator says why", func(ctx SpecContext) {
