@@ -1,6 +1,8 @@
 // Package signature signs and verifies container image signatures in the format cosign publishes,
-// offline and with keys only (no transparency log, no certificate authority), using the Go
-// standard library for the cryptography.
+// offline (nothing is contacted but the registry), using the Go standard library for the
+// cryptography: with public keys (Policy.Keys), or keyless (Policy.Keyless: a certificate chained
+// to a trusted root's CA, naming an OIDC identity, logged in a transparency log whose signed entry
+// timestamp is checked with the root's log key; see keyless.go).
 //
 // The format, as this package reads and writes it:
 //
