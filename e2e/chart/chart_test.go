@@ -364,6 +364,40 @@ func TestToggles(t *testing.T) {
 // TestReplicasSpreadOverNodes: a component with more than one replica gets a PodDisruptionBudget and a
 // soft spread of its pods over nodes (selecting only its own pods); with one replica neither; a
 // user's topologySpreadConstraints replace the default.
+func TestOperatorControllerEgressFollowsDirectBundleMetadata(t *testing.T) {
+	_, ch := loadChart(t)
+	args := func(objs map[string]map[string]any) []any {
+		return list(list(mustGet(t, objs, "Deployment/olmv1-system/operator-controller"), "spec", "template", "spec", "containers")[0], "args")
+	}
+	egress := func(objs map[string]map[string]any) []any {
+		return list(mustGet(t, objs, "NetworkPolicy/olmv1-system/operator-controller"), "spec", "egress")
+	}
+
+	// By default operator-controller reads direct bundles' content: it pulls like rukpak.
+	objs := render(t, ch, nil)
+	if !slices.Contains(args(objs), "--direct-bundle-namespace=olmv1-system") || slices.Contains(args(objs), "--no-direct-bundle-metadata") {
+		t.Errorf("default args %v: want --direct-bundle-namespace=olmv1-system", args(objs))
+	}
+	if e := egress(objs); len(e) != 1 || len(e[0].(map[string]any)) != 0 {
+		t.Errorf("default egress %v: want one open rule (registries, git and HTTP servers anywhere)", e)
+	}
+
+	// Without it, DNS and the API server only.
+	objs = render(t, ch, map[string]any{"operatorController": map[string]any{"directBundleMetadata": false}})
+	if !slices.Contains(args(objs), "--no-direct-bundle-metadata") {
+		t.Errorf("args %v: want --no-direct-bundle-metadata", args(objs))
+	}
+	var ports []string
+	for _, rule := range egress(objs) {
+		for _, p := range list(rule, "ports") {
+			ports = append(ports, fmt.Sprint(get(p, "port"))+"/"+str(p, "protocol"))
+		}
+	}
+	if want := []string{"53/UDP", "53/TCP", "443/TCP", "6443/TCP"}; !slices.Equal(ports, want) {
+		t.Errorf("egress ports %v, want %v", ports, want)
+	}
+}
+
 func TestReplicasSpreadOverNodes(t *testing.T) {
 	_, ch := loadChart(t)
 	spread := func(objs map[string]map[string]any, name string) []any {
