@@ -98,6 +98,7 @@ verify-versions: ## Fail when a module resolves a pinned dependency to another v
 
 .PHONY: test
 test: verify test-unit test-integration test-e2e test-real-nodes ## Every tier: unit, integration, e2e (kwok), real-node and kind (the CI command).
+test: E2E_DIVIDE = 1
 
 .PHONY: test-unit
 test-unit: ## Unit tier: pure logic in every module, no cluster.
@@ -113,15 +114,24 @@ test-integration: $(DEV) ## Integration tier: each controller's tests against a 
 	@assets=$$($(DEV) build); echo "integration: KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS=$$assets hack/test-tier.sh integration $(MODULES)
 
+# In `make test`, when the kind tier runs too (a Docker engine answers, as root), the e2e specs labelled
+# KIND_E2E_SHARE run there, with the operators they install running real pods, instead of on kwok
+# (docs/kind.md, "Divided in `make test`"); `make test-e2e` alone, or with E2E_LABELS, runs what it is asked.
+KIND_E2E_SHARE ?= operator-controller || dependencies-install || upgrade-edges || ownership || lifecycle || helm-kustomize || rukpak || foundation
+
 .PHONY: test-e2e
 test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control plane (or $$KUBECONFIG) with the three controllers as processes.
-	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS='$(E2E_LABELS)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
+	@labels='$(E2E_LABELS)'; \
+	if [ -z "$$labels" ] && [ "$(E2E_DIVIDE)" = 1 ] && docker info >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		labels='!($(KIND_E2E_SHARE))'; echo "=== [e2e] the specs labelled $(KIND_E2E_SHARE) run on the kind tier of this make test, with real pods (docs/kind.md)"; \
+	fi; \
+	E2E_BIN_DIR=$(BIN_DIR) E2E_REPO_ROOT=$(CURDIR) E2E_LABELS="$$labels" E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test-tier.sh e2e e2e
 
 # The real-node tier needs root (network and mount namespaces, cgroups); elsewhere it says it is skipped.
 # REAL_NODE_LABELS picks its specs; KIND_REAL_NODE_LABELS the real-node specs that `make kind-e2e` runs
 # on kind's kubelet: all of them but bundle-test's (the bundle test starts a real node of its own on
 # this machine, whatever cluster the suite uses).
-REAL_NODE_LABELS      ?= real-node && !olm-upgrade
+REAL_NODE_LABELS      ?= real-node
 KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade
 # In `make test`, when the kind tier runs too, the real-node suite's specs are divided between the two
 # real kubelets instead of running twice (docs/kind.md): the specs labelled KIND_SHARE run on kind, the
@@ -192,7 +202,7 @@ BENCH        ?= .
 bench: build ## Benchmarks of every module (real data from OLMV1_TESTDATA; envtest and the local control plane where needed).
 	@export KUBEBUILDER_ASSETS=$$($(DEV) build); $(if $(N),export OLMV1_BENCH_OPERATORS=$(N);) \
 	for m in $(MODULES); do \
-	  pkgs=$$(cd $$m && grep -roE --include='*_test.go' '^func Benchmark[A-Za-z0-9_]*' . | sed -E 's#^(.*)/[^/]*:func (Benchmark.*)$$#\1 \2#' | awk -v re='$(BENCH)' '$$2 ~ re {print $$1}' | sort -u); \
+	  pkgs=$$(cd $$m && { grep -roE --include='*_test.go' '^func Benchmark[A-Za-z0-9_]*' . || true; } | sed -E 's#^(.*)/[^/]*:func (Benchmark.*)$$#\1 \2#' | awk -v re='$(BENCH)' '$$2 ~ re {print $$1}' | sort -u); \
 	  [ -n "$$pkgs" ] || continue; echo "bench: $$m:" $$pkgs; \
 	  (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 120m $(if $(COUNT),-count $(COUNT)) $$pkgs) || exit 1; done
 
@@ -204,7 +214,7 @@ IMAGE_TAG    ?= dev
 IMAGES_DIR   := $(BIN_DIR)/images
 KIND         ?= kind
 KIND_CLUSTER ?= olmv1
-KIND_E2E_LABELS ?= chart
+KIND_E2E_LABELS ?= chart || $(KIND_E2E_SHARE)
 
 .PHONY: images
 images: build ## Build the three controller images without Docker into bin/images/<name>.tar (REGISTRY, IMAGE_TAG).

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -326,3 +327,36 @@ func controllerRSS(name string) float64 { return controllerProcess(name).rssMB()
 
 // controllerCPU is the CPU time (user + system) a controller process used so far, in seconds.
 func controllerCPU(name string) float64 { return controllerProcess(name).cpuSeconds() }
+
+// ensurePodCapacity adds kwok fake nodes (kwok-bench-node-<i>, shaped like the local cluster's own)
+// until the nodes hold pods pods at 110 a node: the local cluster starts with 2 nodes (220 pods),
+// and an Operator's Deployment is not Available, nor the Operator Healthy, while its pod is Pending.
+func ensurePodCapacity(ctx context.Context, pods int) error {
+	cs, err := kubernetes.NewForConfig(benchConfig())
+	if err != nil {
+		return err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	for i := 0; 110*(len(nodes.Items)+i) < pods+50; i++ {
+		name := fmt.Sprintf("kwok-bench-node-%d", i)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{localcluster.FakeNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+					"kubernetes.io/arch": "amd64", "kubernetes.io/role": "agent"},
+			},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node %s: %w", name, err)
+		}
+	}
+	return nil
+}

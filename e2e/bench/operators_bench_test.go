@@ -76,6 +76,7 @@ func BenchmarkOperatorsInstall(b *testing.B) {
 
 type operatorsRun struct {
 	install, upgrade, remove          time.Duration
+	installedOnly, upgradedOnly       time.Duration // to all Installed, Healthy or not
 	p50, p99                          time.Duration
 	ocPeak, rukpakPeak, ocRSS, rukRSS float64
 	ocCPU, rukpakCPU, apiCPU          float64
@@ -97,6 +98,9 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	if s, err := strconv.Atoi(os.Getenv("OLMV1_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
 		seconds = s
 	}
+	if err := ensurePodCapacity(ctx, fx.n); err != nil {
+		b.Fatal(err)
+	}
 	prof := startCPUProfiles(fmt.Sprintf("install-%d", fx.n), seconds)
 
 	b.StartTimer()
@@ -111,6 +115,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	}
 	r.install = time.Since(start)
 	b.StopTimer()
+	r.installedOnly = done.lastInstalled.Sub(start)
 
 	r.ocCPU, r.rukpakCPU, r.apiCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0, api.cpuSeconds()-apiCPU0
 	req1, err := readRequestCounts(ctx)
@@ -138,10 +143,12 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	if _, err := olm.dc.Resource(catalogGVR).Patch(ctx, catalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "1.1.0"); err != nil {
+	upgraded, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "1.1.0")
+	if err != nil {
 		b.Fatal(err)
 	}
 	r.upgrade = time.Since(start)
+	r.upgradedOnly = upgraded.lastInstalled.Sub(start)
 	req1, _ = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0
@@ -170,7 +177,8 @@ func (r operatorsRun) print(n int) {
 	per := func(v float64) string { return fmt.Sprintf("%.1f", v/float64(n)) }
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "N=%d\tinstall\tupgrade (one catalog update)\tremove\n", n)
-	fmt.Fprintf(w, "all done (s)\t%.1f\t%.1f\t%.1f\n", r.install.Seconds(), r.upgrade.Seconds(), r.remove.Seconds())
+	fmt.Fprintf(w, "all Installed, Healthy or not (s)\t%.1f\t%.1f\t\n", r.installedOnly.Seconds(), r.upgradedOnly.Seconds())
+	fmt.Fprintf(w, "all done: Installed+Healthy / gone (s)\t%.1f\t%.1f\t%.1f\n", r.install.Seconds(), r.upgrade.Seconds(), r.remove.Seconds())
 	fmt.Fprintf(w, "per Operator (ms of wall time)\t%.1f\t%.1f\t%.1f\n",
 		1000*r.install.Seconds()/float64(n), 1000*r.upgrade.Seconds()/float64(n), 1000*r.remove.Seconds()/float64(n))
 	fmt.Fprintf(w, "create → Installed+Healthy p50 / p99 (s)\t%.1f / %.1f\t\t\n", r.p50.Seconds(), r.p99.Seconds())
@@ -192,6 +200,7 @@ func (r operatorsRun) print(n int) {
 
 func (r operatorsRun) report(b *testing.B, n int) {
 	b.ReportMetric(r.install.Seconds(), "s-to-all-installed")
+	b.ReportMetric(r.installedOnly.Seconds(), "s-to-all-installed-not-healthy")
 	b.ReportMetric(r.p50.Seconds(), "installed-p50-s")
 	b.ReportMetric(r.p99.Seconds(), "installed-p99-s")
 	b.ReportMetric(r.upgrade.Seconds(), "s-to-all-upgraded")

@@ -120,6 +120,9 @@ func forEachOperator(fx benchFixture, do func(name string) error) error {
 type operatorsDone struct {
 	start time.Time
 	at    map[string]time.Time
+	// lastInstalled is when the last Operator was first seen Installed (Healthy or not).
+	lastInstalled time.Time
+	installed     map[string]bool
 }
 
 // durations is, sorted, how long after since[name] (or start, when since is nil) each Operator was done.
@@ -156,7 +159,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // not and why. It watches rather than lists in a loop: listing every 50 ms would keep kube-apiserver
 // busy serialising objects, on the same 2 cores the install is measured on.
 func waitOperators(ctx context.Context, prefix string, n int, start time.Time, timeout time.Duration, version string) (operatorsDone, error) {
-	d := operatorsDone{start: start, at: map[string]time.Time{}}
+	d := operatorsDone{start: start, at: map[string]time.Time{}, installed: map[string]bool{}}
 	last := map[string]string{}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -170,6 +173,10 @@ func waitOperators(ctx context.Context, prefix string, n int, start time.Time, t
 				continue
 			}
 			got, _, _ := unstructured.NestedString(u.Object, "status", "installedBundle", "version")
+			if !d.installed[name] && conditionTrue(u, "Installed") && (version == "" || got == version) {
+				d.installed[name] = true
+				d.lastInstalled = time.Now()
+			}
 			if conditionTrue(u, "Installed") && conditionTrue(u, "Healthy") && (version == "" || got == version) {
 				d.at[name] = time.Now()
 				delete(last, name)
