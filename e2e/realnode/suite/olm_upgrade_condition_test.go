@@ -74,7 +74,11 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	By("the hold removed, the operator's new pod sets Upgradeable=True and 1.2.0 is installed")
 	setOperatorEnv(ctx, dc, nil)
 	Eventually(func(g Gomega) {
-		g.Expect(upgradeable(g)).To(HaveKeyWithValue("status", "True"))
+		pods, err := env.clientset.CoreV1().Pods(widgetbundle.SuggestedNamespace).List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		op, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(upgradeable(g)).To(HaveKeyWithValue("status", "True"), "widget-operator pods: %s; Operator status: %s", podNames(pods.Items), mustJSON(op.Object["status"]))
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 	cleared := time.Now()
 	Eventually(func(g Gomega) {
