@@ -1,11 +1,6 @@
 package controller
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"sort"
-
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
@@ -60,17 +55,6 @@ func operatorInput(op *operatorsv1alpha1.Operator) cluster.Operator {
 			Source: operatorSource(s.Source),
 		},
 	}
-}
-
-// fingerprint identifies a set of requests: the same requests against the same index give the same
-// outcomes.
-func fingerprint(reqs []operators.Request) string {
-	sorted := append([]operators.Request(nil), reqs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	data, _ := json.Marshal(sorted)
-	h := sha256.New()
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // operatorSource is what resolution reads of spec.source: its type (a direct bundle is not resolved).

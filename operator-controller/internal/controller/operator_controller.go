@@ -73,10 +73,11 @@ type OperatorReconciler struct {
 	// dependencies against the cluster (directinspect.go). nil reports direct bundles by source only.
 	DirectBundles *DirectBundleReader
 
-	mu       sync.Mutex
-	lastIdx  *olm.Index
-	lastReqs string
-	lastOut  map[string]operators.Outcome
+	mu          sync.Mutex
+	lastIdx     *olm.Index
+	lastReqs    []operators.Request
+	lastCluster string
+	lastOut     map[string]operators.Outcome
 }
 
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;create;patch;delete
@@ -275,7 +276,8 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 // resolve resolves every Operator together and returns op's outcome, the index it resolved
 // against (nil when none was read) and the Catalogs it read (whose bundleVerify the resolved
 // bundle's BundleDeployment gets). Results are reused while the requests and the catalogs' content
-// are unchanged.
+// are unchanged, and when the only change is that Operators installed what they were resolved to
+// (outcomesStillHold).
 //
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
@@ -283,8 +285,10 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (operators.Outcome, *olm.Index, []catalogdv1alpha1.Catalog, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The Operators and BundleDeployments are only read here: they are listed from the cache without
+	// a deep copy of each, which every reconcile paid for every Operator (O(n²) for n Operators).
 	ops := &operatorsv1alpha1.OperatorList{}
-	if err := r.Client.List(ctx, ops); err != nil {
+	if err := r.Client.List(ctx, ops, client.UnsafeDisableDeepCopy); err != nil {
 		return operators.Outcome{}, nil, nil, fmt.Errorf("listing Operators: %w", err)
 	}
 	cats := &catalogdv1alpha1.CatalogList{}
@@ -292,7 +296,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 		return operators.Outcome{}, nil, nil, fmt.Errorf("listing Catalogs: %w", err)
 	}
 	bdList := &rukpakv1alpha1.BundleDeploymentList{}
-	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}); err != nil {
+	if err := r.Client.List(ctx, bdList, client.MatchingLabels{LabelOwnerKind: "Operator"}, client.UnsafeDisableDeepCopy); err != nil {
 		return operators.Outcome{}, nil, nil, fmt.Errorf("listing BundleDeployments: %w", err)
 	}
 	bds := map[string]*rukpakv1alpha1.BundleDeployment{}
@@ -324,17 +328,17 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 			log.FromContext(ctx).Info("reading the cluster's version failed; bundles' minKubeVersion is checked against the last version read, if any", "error", err.Error())
 		}
 	}
-	key := fingerprint(reqs)
+	clusterKey := ""
 	if cluster != nil {
-		key += "\x00" + cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
+		clusterKey = cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
 	}
-	if r.lastOut == nil || r.lastIdx != idx || r.lastReqs != key {
+	if r.lastIdx != idx || r.lastCluster != clusterKey || !outcomesStillHold(r.lastReqs, reqs, r.lastOut) {
 		start := time.Now()
 		r.lastOut = operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: cluster})
 		if r.Metrics != nil {
 			r.Metrics.ResolutionSeconds.Observe(time.Since(start).Seconds())
 		}
-		r.lastIdx, r.lastReqs = idx, key
+		r.lastIdx, r.lastReqs, r.lastCluster = idx, reqs, clusterKey
 	}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
@@ -430,7 +434,7 @@ func (r *OperatorReconciler) ensureSettings(ctx context.Context, op *operatorsv1
 func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		ops := &operatorsv1alpha1.OperatorList{}
-		if err := r.Client.List(ctx, ops); err != nil {
+		if err := r.Client.List(ctx, ops, client.UnsafeDisableDeepCopy); err != nil { // names only
 			log.FromContext(ctx).Error(err, "listing Operators to re-resolve")
 			return nil
 		}
