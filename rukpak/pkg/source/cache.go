@@ -25,8 +25,9 @@ import (
 //	tmp/                        staging; wiped when an Unpacker starts
 //
 // Content is staged in tmp/ and renamed into place, so a directory named by a record is always
-// complete. An image entry or content directory that no record names is garbage and is removed
-// after every Unpack, Cleanup and Prune.
+// complete. An image entry or content directory that no record names is garbage: what a key stops
+// naming is removed after every Unpack, Cleanup and Prune, and everything is checked when an
+// Unpacker starts.
 const (
 	imagesDir  = "images"
 	keysDir    = "keys"
@@ -201,19 +202,53 @@ func (c *cache) setLocked(r *record) error {
 	if err := os.Rename(tmp, filepath.Join(keyDir, recordFile)); err != nil {
 		return newError(KindInternal, err, "saving the cache record of %q: %v", r.Key, err)
 	}
+	old := c.records[r.Key]
 	c.records[r.Key] = r
-	return c.gcLocked()
+	if old == nil || old.Dir == r.Dir {
+		return nil
+	}
+	return c.releaseLocked(old.Dir)
 }
 
 // remove forgets key and deletes what only it used.
 func (c *cache) remove(key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	old := c.records[key]
 	delete(c.records, key)
 	if err := os.RemoveAll(c.abs(filepath.Join(keysDir, keySlug(key)))); err != nil {
 		return newError(KindInternal, err, "removing the content of %q: %v", key, err)
 	}
-	return c.gcLocked()
+	if old == nil {
+		return nil
+	}
+	return c.releaseLocked(old.Dir)
+}
+
+// releaseLocked removes dir (relative to the cache directory), which a key no longer names, unless
+// another record still does, and then its image's directory once that is empty: the only garbage
+// one change can leave. It reads no directory but that one image's, where gcLocked (at start-up)
+// reads them all: collecting everything after each unpack cost O(n) per unpack, O(n²) for n
+// BundleDeployments.
+func (c *cache) releaseLocked(dir string) error {
+	for _, r := range c.records {
+		if r.Dir == dir {
+			return nil
+		}
+	}
+	if err := os.RemoveAll(c.abs(dir)); err != nil {
+		return newError(KindInternal, err, "removing unused content %s from %s: %v", dir, c.dir, err)
+	}
+	image := filepath.Dir(dir)
+	if filepath.Dir(image) != imagesDir {
+		return nil
+	}
+	if entries, err := os.ReadDir(c.abs(image)); err == nil && len(entries) == 0 {
+		if err := os.Remove(c.abs(image)); err != nil && !os.IsNotExist(err) {
+			return newError(KindInternal, err, "removing unused content %s from %s: %v", image, c.dir, err)
+		}
+	}
+	return nil
 }
 
 func (c *cache) keys() []string {
