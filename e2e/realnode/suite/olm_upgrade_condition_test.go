@@ -19,7 +19,7 @@ const holdMessage = "widgets are being migrated to the new layout; upgrade me la
 
 // holdAndReleaseUpgrade is the OperatorCondition contract with a real operator (issue 34 item 1):
 // widget-operator 1.1.0, installed with OPERATOR_CONDITION_NAME, is told to hold upgrades
-// (WIDGET_HOLD_UPGRADES through the Operator's spec.config) and writes Upgradeable=False on its
+// (WIDGET_REPORT_UPGRADEABLE and WIDGET_HOLD_UPGRADES through the Operator's spec.config) and writes Upgradeable=False on its
 // OperatorCondition itself, with its own ServiceAccount; the catalog then offers 1.2.0, which the
 // Operator shows as available but UpgradeBlocked, quoting the operator's message; the hold removed,
 // the operator's new pod writes Upgradeable=True and the upgrade follows.
@@ -39,7 +39,8 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	}
 
 	By("the operator, told to hold upgrades, sets Upgradeable=False on its OperatorCondition " + ocName)
-	setOperatorEnv(ctx, dc, []any{map[string]any{"name": "WIDGET_HOLD_UPGRADES", "value": holdMessage}})
+	report := map[string]any{"name": "WIDGET_REPORT_UPGRADEABLE", "value": "true"}
+	setOperatorEnv(ctx, dc, []any{report, map[string]any{"name": "WIDGET_HOLD_UPGRADES", "value": holdMessage}})
 	Eventually(func(g Gomega) {
 		g.Expect(upgradeable(g)).To(And(HaveKeyWithValue("status", "False"), HaveKeyWithValue("message", holdMessage)))
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
@@ -72,7 +73,7 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	fmt.Fprintf(GinkgoWriter, "held: UpgradeAvailable=True %s: %s\n", held["reason"], held["message"])
 
 	By("the hold removed, the operator's new pod sets Upgradeable=True and 1.2.0 is installed")
-	setOperatorEnv(ctx, dc, nil)
+	setOperatorEnv(ctx, dc, []any{report})
 	Eventually(func(g Gomega) {
 		pods, err := env.clientset.CoreV1().Pods(widgetbundle.SuggestedNamespace).List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(HaveOccurred())

@@ -15,9 +15,10 @@
 //   - serves /healthz and /readyz on port 8081 (ready once the webhook server accepts TLS
 //     connections). Metrics are off; there is no leader election.
 //
-// Installed by OLM with OPERATOR_CONDITION_NAME, it reports Upgradeable on that OperatorCondition
-// (operators.coreos.com/v2, spec.conditions) as operator-lib's conditions package does: False with the
-// message of WIDGET_HOLD_UPGRADES when that is set, else True (upgradeable.go).
+// With WIDGET_REPORT_UPGRADEABLE=true and OPERATOR_CONDITION_NAME (set by OLM), it reports Upgradeable
+// on that OperatorCondition (operators.coreos.com/v2, spec.conditions) as operator-lib's conditions
+// package does: False with the message of WIDGET_HOLD_UPGRADES when that is set, else True
+// (upgradeable.go).
 //
 // With WIDGET_CRASH=true it exits 1 at once, writing why to /dev/termination-log and stderr, so
 // that tests can make a rollout fail and recover from it.

@@ -19,9 +19,12 @@ import (
 // The operator says "do not upgrade me now" the way operators written for OLM v0 do with
 // operator-lib's conditions package: it writes the Upgradeable condition into spec.conditions of its
 // OperatorCondition (operators.coreos.com/v2), the object OPERATOR_CONDITION_NAME names in the
-// operator's own namespace. With HoldUpgradesEnv set to a message the condition is False with that
-// message, else True.
+// operator's own namespace, when ReportUpgradeableEnv is "true" (off by default, so that the other
+// specs' installs of the operator never touch their OperatorCondition). With HoldUpgradesEnv set to a
+// message the condition is False with that message, else True.
 const (
+	// ReportUpgradeableEnv set to "true" turns the reporting on.
+	ReportUpgradeableEnv = "WIDGET_REPORT_UPGRADEABLE"
 	// HoldUpgradesEnv holds upgrades with its value as the message.
 	HoldUpgradesEnv = "WIDGET_HOLD_UPGRADES"
 	// OperatorConditionNameEnv names the OperatorCondition (OLM sets it).
@@ -68,8 +71,11 @@ func withCondition(conds []any, c map[string]any) []any {
 // upgradeableReporter writes the Upgradeable condition once the operator runs, retrying every 2 s
 // until its OperatorCondition exists and accepts the write (OLM creates it around the install). It
 // reads with reader (uncached: the operator may get only its own OperatorCondition, not list them)
-// and is nil when OLM did not name an OperatorCondition.
+// and is nil when reporting is off or OLM did not name an OperatorCondition.
 func upgradeableReporter(reader client.Reader, writer client.Writer, log logr.Logger) manager.RunnableFunc {
+	if os.Getenv(ReportUpgradeableEnv) != "true" {
+		return nil
+	}
 	name := os.Getenv(OperatorConditionNameEnv)
 	if name == "" {
 		log.Info("no OperatorCondition to report Upgradeable to", "env", OperatorConditionNameEnv)
