@@ -132,7 +132,7 @@ test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control pl
 # on kind's kubelet: all of them but bundle-test's (the bundle test starts a real node of its own on
 # this machine, whatever cluster the suite uses).
 # operator-condition (the OperatorCondition hold in the olm-upgrade spec) is left out until it is
-# fixed: in one of its two runs the operator's pod after the hold was cleared did not report
+# fixed: in one of its three runs the operator's pod after the hold was cleared did not report
 # Upgradeable=True within 2 min (REAL_NODE_LABELS=operator-condition runs it).
 REAL_NODE_LABELS      ?= real-node && !operator-condition
 KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade
