@@ -117,7 +117,7 @@ test-integration: $(DEV) ## Integration tier: each controller's tests against a 
 # In `make test`, when the kind tier runs too (a Docker engine answers, as root), the e2e specs labelled
 # KIND_E2E_SHARE run there, with the operators they install running real pods, instead of on kwok
 # (docs/kind.md, "Divided in `make test`"); `make test-e2e` alone, or with E2E_LABELS, runs what it is asked.
-KIND_E2E_SHARE ?= operator-controller || dependencies-install || upgrade-edges || ownership || lifecycle || helm-kustomize || rukpak || foundation
+KIND_E2E_SHARE ?= operator-controller || lifecycle || helm-kustomize || foundation || preview || deppy-cluster || cli || signatures || (catalogd && !realdata) || catalogmetadata
 
 .PHONY: test-e2e
 test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control plane (or $$KUBECONFIG) with the three controllers as processes.

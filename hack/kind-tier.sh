@@ -24,8 +24,8 @@ step "loading the controllers' images"
 # shellcheck disable=SC2086 # KIND_IMAGES is a list of paths
 "$KIND_DEV" load --name "$KIND_CLUSTER" $KIND_IMAGES || rc=$?
 if [ $rc = 0 ]; then
-  step "the e2e specs $KIND_E2E_LABELS with the chart's pods running"
-  KUBECONFIG=$kubeconfig E2E_CHART_IMAGE_REGISTRY=$REGISTRY E2E_CHART_IMAGE_TAG=$IMAGE_TAG E2E_CHART_REAL_CLUSTER=1 \
+  step "the e2e specs $KIND_E2E_LABELS with the chart's pods and the installed operators' pods running"
+  E2E_KIND_NODE=$KIND_CLUSTER-control-plane KUBECONFIG=$kubeconfig E2E_CHART_IMAGE_REGISTRY=$REGISTRY E2E_CHART_IMAGE_TAG=$IMAGE_TAG E2E_CHART_REAL_CLUSTER=1 \
     E2E_BIN_DIR=$BIN_DIR E2E_REPO_ROOT=$root E2E_LABELS=$KIND_E2E_LABELS E2E_TIMEOUT=$E2E_TIMEOUT \
     hack/test-tier.sh e2e e2e || rc=$?
 fi

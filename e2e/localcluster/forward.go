@@ -35,6 +35,27 @@ func ForwardFrom(listen string, ns *Netns, target string) (*Forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return serveForward(l, func(ctx context.Context) (net.Conn, error) { return ns.Dial(ctx, "tcp", target) }), nil
+}
+
+// ForwardOutOf listens on listen inside ns and forwards every connection to target, a loopback
+// address of the host's own network namespace: a cluster's processes (a kind node's kube-apiserver
+// calling an aggregated API) reach a harness's host process this way, while the host still dials only
+// loopback.
+func ForwardOutOf(ns *Netns, listen, target string) (*Forwarder, error) {
+	if host, _, err := net.SplitHostPort(target); err != nil || !net.ParseIP(host).IsLoopback() {
+		return nil, fmt.Errorf("forwarder target %q: the host side is dialed on loopback only (127.0.0.1:PORT)", target)
+	}
+	l, err := ns.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s in network namespace %s: %w", listen, ns.Name, err)
+	}
+	var d net.Dialer
+	return serveForward(l, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", target) }), nil
+}
+
+// serveForward accepts on l and joins every connection to one that dial makes.
+func serveForward(l net.Listener, dial func(context.Context) (net.Conn, error)) *Forwarder {
 	f := &Forwarder{Addr: l.Addr().String(), l: l, open: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go func() {
@@ -47,20 +68,20 @@ func ForwardFrom(listen string, ns *Netns, target string) (*Forwarder, error) {
 			f.wg.Add(1)
 			go func() {
 				defer f.wg.Done()
-				f.join(c, ns, target)
+				f.join(c, dial)
 			}()
 		}
 	}()
-	return f, nil
+	return f
 }
 
-func (f *Forwarder) join(c net.Conn, ns *Netns, target string) {
+func (f *Forwarder) join(c net.Conn, dial func(context.Context) (net.Conn, error)) {
 	if !f.track(c) {
 		c.Close()
 		return
 	}
 	defer f.untrack(c)
-	up, err := ns.Dial(context.Background(), "tcp", target)
+	up, err := dial(context.Background())
 	if err != nil {
 		return
 	}

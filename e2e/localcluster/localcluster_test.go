@@ -187,6 +187,15 @@ func TestForwardFromListensOnLoopbackOnly(t *testing.T) {
 	}
 }
 
+func TestForwardOutOfDialsTheHostOnLoopbackOnly(t *testing.T) {
+	for _, target := range []string{"10.200.0.1:80", "172.18.0.2:5000", "0.0.0.0:1", "localhost"} {
+		if f, err := ForwardOutOf(&Netns{Name: "none"}, "127.0.0.1:0", target); err == nil {
+			f.Close()
+			t.Errorf("ForwardOutOf to %q listened; want it refused (the host dials loopback only)", target)
+		}
+	}
+}
+
 func TestMirrorRegistryWritesHostsForTheNode(t *testing.T) {
 	c := &Cluster{}
 	if err := c.MirrorRegistry("quay.io", "10.200.0.1:5000"); err == nil || !strings.Contains(err.Error(), "needs a real node") {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -106,5 +107,20 @@ func useKindNode(ctx context.Context, name string) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(env.registry.ServeStandIn(img)).To(Succeed())
 	Expect(node.MirrorToStandIn(ctx, env.registry, workloadRegistries...)).To(Succeed())
+
+	// The suite's catalogd registers the CatalogMetadata APIService as an ExternalName Service for
+	// localhost (--metadata-apiservice=local): kind's kube-apiserver, in the node's network namespace,
+	// then dials the same port on the node's loopback, which forwards to the catalogd process.
+	var metadataAddr string
+	for _, a := range env.environment.Controller("catalogd").Args() {
+		if v, ok := strings.CutPrefix(a, "--metadata-bind-address="); ok {
+			metadataAddr = v
+		}
+	}
+	Expect(metadataAddr).NotTo(BeEmpty(), "the suite's catalogd serves the CatalogMetadata API (catalogmetadata_test.go)")
+	By("kind node " + name + ": its loopback port " + metadataAddr + " forwards to catalogd's CatalogMetadata API, which kind's kube-apiserver calls")
+	fwd, err := localcluster.ForwardOutOf(node.Netns, metadataAddr, metadataAddr)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(fwd.Close)
 	env.kindNode = node
 }
