@@ -117,6 +117,10 @@ test-integration: $(DEV) ## Integration tier: each controller's tests against a 
 # In `make test`, when the kind tier runs too (a Docker engine answers, as root), the e2e specs labelled
 # KIND_E2E_SHARE run there, with the operators they install running real pods, instead of on kwok
 # (docs/kind.md, "Divided in `make test`"); `make test-e2e` alone, or with E2E_LABELS, runs what it is asked.
+# Not in it, and why: chaos and ha kill the suite's own controller processes; rukpak-scale and the
+# catalogd realdata spec measure the local harness; author starts control planes of its own; rukpak and
+# real-bundles install real operators whose images this machine cannot pull (their pods never become
+# Ready on kind; the real-node suite's corpus specs prove that case).
 KIND_E2E_SHARE ?= operator-controller || lifecycle || helm-kustomize || foundation || preview || deppy-cluster || cli || signatures || (catalogd && !realdata) || catalogmetadata
 
 .PHONY: test-e2e
