@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,6 +45,14 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	Eventually(func(g Gomega) {
 		g.Expect(upgradeable(g)).To(And(HaveKeyWithValue("status", "False"), HaveKeyWithValue("message", holdMessage)))
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+	// The rollout of the hold ends with the hold's pod alone: the 1.1.0 pod before it (whose
+	// Deployment template the release must not bring back) is gone.
+	var holdPod *corev1.Pod
+	Eventually(func(g Gomega) {
+		holdPod = widgetPod(g, ctx)
+		g.Expect(podEnv(holdPod)).To(HaveKeyWithValue("WIDGET_HOLD_UPGRADES", holdMessage), podSummary(holdPod))
+		g.Expect(podReady(holdPod)).To(BeTrue(), podSummary(holdPod))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 
 	By("the catalog offers 1.2.0: available, but held with UpgradeBlocked quoting the operator")
 	work := GinkgoT().TempDir()
@@ -73,13 +82,24 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	fmt.Fprintf(GinkgoWriter, "held: UpgradeAvailable=True %s: %s\n", held["reason"], held["message"])
 
 	By("the hold removed, the operator's new pod sets Upgradeable=True and 1.2.0 is installed")
+	released := time.Now().UTC().Truncate(time.Second)
 	setOperatorEnv(ctx, dc, []any{report})
+	// The release must start a pod that did not run before, so its template (reporting on, no hold)
+	// is one no earlier ReplicaSet had. Removing the hold alone (as this spec first did) brought back
+	// the 1.1.0 template: the Deployment scaled that old ReplicaSet up again instead of starting a
+	// pod, and when the 1.1.0 pod was still running (the hold's pod not yet Ready) no pod started and
+	// nothing wrote Upgradeable=True (the failed run in docs/deploy.md). The True must be newer than
+	// the release.
 	Eventually(func(g Gomega) {
 		pods, err := env.clientset.CoreV1().Pods(widgetbundle.SuggestedNamespace).List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		op, err := dc.Resource(operatorGVR).Get(ctx, widgetOperator, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(upgradeable(g)).To(HaveKeyWithValue("status", "True"), "widget-operator pods: %s; Operator status: %s", podNames(pods.Items), mustJSON(op.Object["status"]))
+		c := upgradeable(g)
+		g.Expect(c).To(HaveKeyWithValue("status", "True"), "widget-operator pods: %s; Operator status: %s", podNames(pods.Items), mustJSON(op.Object["status"]))
+		at, err := time.Parse(time.RFC3339, fmt.Sprint(c["lastTransitionTime"]))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(at).NotTo(BeTemporally("<", released), "Upgradeable=True is written by a pod started after the hold was removed (the hold's pod was %s)", holdPod.Name)
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 	cleared := time.Now()
 	Eventually(func(g Gomega) {
@@ -90,4 +110,18 @@ func holdAndReleaseUpgrade(ctx SpecContext, dc dynamic.Interface, fix *upgradeFi
 	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 	fmt.Fprintf(GinkgoWriter, "1.2.0 installed %s after the operator cleared Upgradeable\n", time.Since(cleared).Round(100*time.Millisecond))
 	waitCondition(ctx, dc.Resource(operatorGVR), widgetOperator, "Healthy", "True", 2*time.Minute)
+}
+
+// podEnv is the environment of pod's manager container (values only; none from references).
+func podEnv(pod *corev1.Pod) map[string]string {
+	env := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "manager" {
+			continue
+		}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
 }
