@@ -135,10 +135,7 @@ test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control pl
 # REAL_NODE_LABELS picks its specs; KIND_REAL_NODE_LABELS the real-node specs that `make kind-e2e` runs
 # on kind's kubelet: all of them but bundle-test's (the bundle test starts a real node of its own on
 # this machine, whatever cluster the suite uses).
-# operator-condition (the OperatorCondition hold in the olm-upgrade spec) is left out until it is
-# fixed: in one of its three runs the operator's pod after the hold was cleared did not report
-# Upgradeable=True within 2 min (REAL_NODE_LABELS=operator-condition runs it).
-REAL_NODE_LABELS      ?= real-node && !operator-condition
+REAL_NODE_LABELS      ?= real-node
 KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade
 # In `make test`, when the kind tier runs too, the real-node suite's specs are divided between the two
 # real kubelets instead of running twice (docs/kind.md): the specs labelled KIND_SHARE run on kind, the
