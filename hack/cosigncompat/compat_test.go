@@ -31,22 +31,7 @@ func TestCosignVerifiesOurSignature(t *testing.T) {
 	ctx := context.Background()
 
 	// The bundle image: any image will do, pushed under a tag, then named by its digest.
-	img, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(host + "/bundles/demo:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := img.Digest()
-	if err == nil {
-		err = remote.Write(tag, img)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := tag.Context().Digest(d.String())
+	tag, digest := pushRandomImage(t, host+"/bundles/demo:v1")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -82,4 +67,26 @@ func TestCosignVerifiesOurSignature(t *testing.T) {
 	if _, _, err := cosign.VerifyImageSignatures(ctx, digest, &cosign.CheckOpts{SigVerifier: otherVerifier, IgnoreTlog: true, ClaimVerifier: cosign.SimpleClaimVerifier}); err == nil {
 		t.Fatal("cosign accepted our signature with another key")
 	}
+}
+
+// pushRandomImage pushes a random image under ref and returns that tag and the image's reference by
+// digest.
+func pushRandomImage(t *testing.T, ref string) (name.Tag, name.Digest) {
+	t.Helper()
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err == nil {
+		err = remote.Write(tag, img)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tag, tag.Context().Digest(d.String())
 }

@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/sigstore/pkg/tuf"
 
@@ -29,22 +26,7 @@ func TestCosignVerifiesKeylessOffline(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	img, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(strings.TrimPrefix(srv.URL, "http://") + "/bundles/keyless:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := img.Digest()
-	if err == nil {
-		err = remote.Write(tag, img)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := tag.Context().Digest(d.String())
+	_, digest := pushRandomImage(t, strings.TrimPrefix(srv.URL, "http://")+"/bundles/keyless:v1")
 
 	const issuer, subject = "https://issuer.example.com", "https://github.com/org/repo/.github/workflows/release.yaml@refs/heads/main"
 	ca, err := signaturetest.NewAuthority("compat")
