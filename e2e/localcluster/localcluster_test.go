@@ -5,10 +5,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -232,5 +237,54 @@ func TestFreePortsAreOutsideTheEphemeralRange(t *testing.T) {
 			t.Errorf("port %d: want distinct ports in [%d, %d)", p, portLow, portLow+portCount)
 		}
 		seen[p] = true
+	}
+}
+
+func TestRemoveCgroupRootKillsWhatStillHoldsIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creating cgroups needs root")
+	}
+	var hier string
+	for _, h := range cgroupHierarchies() {
+		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err == nil {
+			hier = h
+			break
+		}
+	}
+	if hier == "" {
+		t.Skip("no writable cgroup hierarchy under " + cgroupFS)
+	}
+	root := fmt.Sprintf("olmv1-test-%d", os.Getpid())
+	leaf := filepath.Join(hier, root, "pod")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		t.Skipf("cannot create a cgroup: %v", err)
+	}
+	t.Cleanup(func() { _ = removeCgroupTree(root) })
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // reaps it once killed
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	// A process entered the cgroup after the node's last kill: one pass is refused as busy...
+	if err := removeCgroupTree(root); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("one pass over a cgroup holding a process: %v, want EBUSY", err)
+	}
+	// ...and removeCgroupRoot kills it and removes the tree.
+	if err := removeCgroupRoot(root); err != nil {
+		t.Fatalf("removeCgroupRoot: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(hier, root)); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s still there: %v", root, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("the process in the cgroup was not killed")
 	}
 }

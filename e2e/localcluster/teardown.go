@@ -93,8 +93,27 @@ func cgroupProcs(root string) []int {
 	return pids
 }
 
-// removeCgroupRoot removes root and every cgroup below it, deepest first, in every hierarchy.
+// removeCgroupRoot removes root and every cgroup below it, deepest first, in every hierarchy. A cgroup
+// still busy (a process that entered it after the last kill, or one the kernel has not finished
+// releasing: seen on a loaded machine right after its containers were killed) is retried, killing what
+// it holds, for up to cgroupRemoveTimeout.
 func removeCgroupRoot(root string) error {
+	deadline := time.Now().Add(cgroupRemoveTimeout)
+	for {
+		err := removeCgroupTree(root)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		killAll(cgroupProcs(root), time.Until(deadline))
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cgroupRemoveTimeout bounds removeCgroupRoot's retries of busy cgroups.
+const cgroupRemoveTimeout = 10 * time.Second
+
+// removeCgroupTree is one pass of removeCgroupRoot.
+func removeCgroupTree(root string) error {
 	var errs []error
 	for _, h := range cgroupHierarchies() {
 		var dirs []string
