@@ -28,7 +28,10 @@ GEN_UPSTREAM_CRDS      := operator-controller:github.com/operator-framework/api:
 define gen_upstream_crds
 for u in $(GEN_UPSTREAM_CRDS); do \
 	um=$${u%%:*}; rest=$${u#*:}; [ "$$um" = "$(1)" ] || continue; \
-	dir=$$(cd "$(GEN_ROOT)/$(1)" && go list -m -f '{{.Dir}}' "$${rest%%:*}"); \
+	mod=$${rest%%:*}; \
+	dir=$$(cd "$(GEN_ROOT)/$(1)" && go list -m -f '{{.Dir}}' "$$mod"); \
+	if [ -z "$$dir" ]; then (cd "$(GEN_ROOT)/$(1)" && go mod download "$$mod") && dir=$$(cd "$(GEN_ROOT)/$(1)" && go list -m -f '{{.Dir}}' "$$mod"); fi; \
+	[ -n "$$dir" ] || { echo "generate: cannot find module $$mod of $(1) (go mod download $$mod)"; exit 1; }; \
 	cp "$$dir/crds/$${rest#*:}" "$(2)/" && chmod 0644 "$(2)/$${rest#*:}"; \
 done
 endef
