@@ -150,7 +150,7 @@ const (
 // BundleDeploymentSpec says which bundle to install, how, and where.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.values) && !has(self.config.valuesFrom)) || self.provisionerClassName == 'core-rukpak-io-helm'",message="config.values and config.valuesFrom can only be used with provisionerClassName core-rukpak-io-helm"
-// +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.watchNamespaces) && !has(self.config.deploymentConfig)) || self.provisionerClassName == 'core-rukpak-io-registry'",message="config.watchNamespaces and config.deploymentConfig can only be used with provisionerClassName core-rukpak-io-registry"
+// +kubebuilder:validation:XValidation:rule="!has(self.config) || (!has(self.config.watchNamespaces) && !has(self.config.deploymentConfig) && !has(self.config.olmv0)) || self.provisionerClassName == 'core-rukpak-io-registry'",message="config.watchNamespaces, config.deploymentConfig and config.olmv0 can only be used with provisionerClassName core-rukpak-io-registry"
 // +kubebuilder:validation:XValidation:rule="!has(self.config) || !has(self.config.path) || self.provisionerClassName == 'core-rukpak-io-kustomize'",message="config.path can only be used with provisionerClassName core-rukpak-io-kustomize"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgradeFailurePolicy) || self.upgradeFailurePolicy != 'Rollback' || has(self.progressDeadline)",message="upgradeFailurePolicy Rollback needs spec.progressDeadline: it decides when a revision has failed"
 type BundleDeploymentSpec struct {
@@ -391,6 +391,17 @@ type CELAssertion struct {
 	Expression string `json:"expression"`
 }
 
+// OLMv0Rendering is what OLM v0 put on the webhook Deployments of an operator OLM v1 adopts.
+type OLMv0Rendering struct {
+	// caHash is the olmcahash annotation OLM v0 set on the pod templates of the webhook Deployments
+	// (the SHA-256 of the CA that signed their serving certificates, hex-encoded). It is kept there,
+	// unchanged: the certificate OLM v1 issues is picked up by the kubelet without a new pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]*$`
+	CAHash string `json:"caHash,omitempty"`
+}
+
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.
 type BundleConfig struct {
 	// watchNamespaces (registry+v1) lists the namespaces the operator watches, which selects the
@@ -409,6 +420,16 @@ type BundleConfig struct {
 	// ClusterServiceVersion declares, like OLM v0's Subscription.spec.config.
 	// +optional
 	DeploymentConfig *DeploymentConfig `json:"deploymentConfig,omitempty"`
+
+	// olmv0 (registry+v1) renders the webhook Deployments the way OLM v0 did, so that an operator
+	// OLM v0 installed keeps its pod templates, and its pods, when OLM v1 adopts it (`kubectl olmv1
+	// migrate` sets it; see docs/migration.md). A webhook Deployment then gets its serving
+	// certificate as OLM v0's volumes apiservice-cert and webhook-cert (instead of
+	// rukpak-apiservice-cert and rukpak-webhook-cert), and its pod template loses the annotations of
+	// the bundle's own deployment spec, as under OLM v0. Setting or removing it on a running operator
+	// rolls out its webhook Deployments once.
+	// +optional
+	OLMv0 *OLMv0Rendering `json:"olmv0,omitempty"`
 
 	// values (helm) are Helm values, as a YAML/JSON object, merged over the chart's defaults and
 	// over valuesFrom.

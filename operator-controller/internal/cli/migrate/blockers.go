@@ -59,10 +59,10 @@ func dependencyBlockers(st *V0) []string {
 }
 
 // unsupportedBlockers reports what OLM v1 cannot take over without changing the running pods.
-func unsupportedBlockers(csv *v0.ClusterServiceVersion, pkg string) []string {
+func unsupportedBlockers(csv *v0.ClusterServiceVersion) []string {
 	var out []string
 	if len(csv.Spec.APIServiceDefinitions.Owned) > 0 {
 		out = append(out, fmt.Sprintf("CSV %s owns APIServices: OLM v1 does not install APIServices; keep this operator on OLM v0", csv.Name))
 	}
-	return append(out, webhookBlockers(csv, pkg)...)
+	return out
 }

@@ -64,7 +64,7 @@ func Map(st *V0) (*Target, []string) {
 		blockers = append(blockers, fmt.Sprintf("CSV %s/%s is a copy (olm.copiedFrom=%s): migrate the Subscription in namespace %s", csv.Namespace, csv.Name, csv.Labels[LabelCopiedFrom], csv.Labels[LabelCopiedFrom]))
 	}
 	blockers = append(blockers, dependencyBlockers(st)...)
-	blockers = append(blockers, unsupportedBlockers(csv, sub.Spec.Package)...)
+	blockers = append(blockers, unsupportedBlockers(csv)...)
 
 	watch, og, ogBlockers := watchNamespaces(st)
 	blockers = append(blockers, ogBlockers...)
@@ -99,7 +99,12 @@ func Map(st *V0) (*Target, []string) {
 		op.Spec.CatalogSelector = &metav1.LabelSelector{MatchLabels: map[string]string{catalogdv1alpha1.LabelMetadataName: cat.Name}}
 	}
 	op.Spec.Config = &rukpakv1alpha1.BundleConfig{DeploymentConfig: deploymentConfig(sub.Spec.Config, csv.Name, og)}
+	if len(csv.Spec.WebhookDefinitions) > 0 {
+		// OLM v0's rendering of webhook Deployments, so that their pod templates stay.
+		op.Spec.Config.OLMv0 = &rukpakv1alpha1.OLMv0Rendering{CAHash: liveCAHash(st)}
+	}
 	t.Operator = op
+	t.Notes = append(t.Notes, webhookNotes(csv)...)
 	t.Notes = append(t.Notes, fmt.Sprintf("version pinned to %s (the installed CSV's version) so that nothing upgrades during the move: widen spec.version afterwards to let it upgrade", op.Spec.Version))
 	t.Notes = append(t.Notes, fmt.Sprintf("OperatorGroup and CatalogSource %s/%s stay: other Subscriptions may use them; delete them when none does", sub.Spec.CatalogSourceNamespace, sub.Spec.CatalogSource))
 	if sub.Spec.StartingCSV != "" {

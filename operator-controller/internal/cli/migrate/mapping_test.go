@@ -125,20 +125,9 @@ func TestMapBlockers(t *testing.T) {
 			st.CSVs = append(st.CSVs, v0.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: "app.v1", Namespace: "ops"},
 				Spec: v0.ClusterServiceVersionSpec{CustomResourceDefinitions: v0.CustomResourceDefinitions{Required: []v0.CRDDescription{{Name: "widgets.example.com"}}}}})
 		}, "CSV ops/app.v1 requires CRD widgets.example.com that CSV widget.v1.4.2 provides"},
-		{"webhooks", func(st *V0) {
-			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"}}
-		}, "CSV widget.v1.4.2 has webhooks that cannot be adopted without restarting the operator: Deployment widget-controller serves ValidatingWebhookConfiguration vwidget.example.com-<suffix> (OLM v1 would add vwidget.example.com beside it); " +
-			"OLM v0 mounts Secret widget-controller-service-cert (signed by OLM v0's CA) as volumes webhook-cert and apiservice-cert and sets the pod template annotation olmcahash, OLM v1 (rukpak) mounts it as rukpak-webhook-cert and rukpak-apiservice-cert without olmcahash"},
-		{"webhooks: what to do", func(st *V0) {
-			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{
-				{GenerateName: "mwidget.example.com", Type: v0.MutatingAdmissionWebhook, DeploymentName: "widget-controller"},
-				{GenerateName: "cwidget.example.com", Type: v0.ConversionWebhook, DeploymentName: "widget-controller", ConversionCRDs: []string{"widgets.example.com"}},
-			}
-		}, "serves MutatingWebhookConfiguration mwidget.example.com-<suffix> (OLM v1 would add mwidget.example.com beside it) and conversion webhook cwidget.example.com of CRDs widgets.example.com; " +
-			"OLM v0 mounts"},
-		{"webhooks: the advice", func(st *V0) {
-			st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"}}
-		}, "What to do: keep it on OLM v0 (nothing was changed); or accept one restart of its pods: delete the Subscription and then the CSV (OLM v0 deletes the Deployment and webhook configurations but keeps CRDs and custom resources), then install it with `kubectl olmv1 install widget`"},
+		{"APIServices", func(st *V0) {
+			st.CSV.Spec.APIServiceDefinitions.Owned = []v0.APIServiceDescription{{Name: "widgets", Group: "example.com", Version: "v1", DeploymentName: "widget-controller"}}
+		}, "CSV widget.v1.4.2 owns APIServices: OLM v1 does not install APIServices; keep this operator on OLM v0"},
 		{"ConfigMap CatalogSource", func(st *V0) {
 			st.CatalogSource.Spec = v0.CatalogSourceSpec{SourceType: v0.SourceTypeConfigmap, ConfigMap: "legacy-catalog"}
 		}, "CatalogSource olm/community is served from ConfigMap legacy-catalog (sourceType configmap): OLM v1 Catalogs hold file-based catalogs"},
@@ -156,6 +145,39 @@ func TestMapBlockers(t *testing.T) {
 				t.Errorf("blockers %q\nlack %q", blockers, tc.want)
 			}
 		})
+	}
+}
+
+// A webhook operator is moved in place: OLM v0's volume layout, no blocker, and notes saying what
+// changes (the serving certificate) and what to do if the operator does not reload it.
+func TestMapWebhooks(t *testing.T) {
+	st := installed()
+	st.CSV.Spec.WebhookDefinitions = []v0.WebhookDescription{
+		{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"},
+		{GenerateName: "cwidget.example.com", Type: v0.ConversionWebhook, DeploymentName: "widget-controller", ConversionCRDs: []string{"widgets.example.com"}},
+	}
+	st.Marked = append(st.Marked, deploymentObj("widget-controller", map[string]string{"olmcahash": "0a1b"}, nil, nil),
+		deploymentObj("widget-reporter", nil, nil, nil))
+	tgt, blockers := Map(st)
+	if len(blockers) != 0 {
+		t.Fatalf("blockers %q", blockers)
+	}
+	if got := tgt.Operator.Spec.Config.OLMv0; got == nil || got.CAHash != "0a1b" {
+		t.Errorf("olmv0 %+v, want caHash 0a1b (the webhook Deployment's olmcahash)", got)
+	}
+	notes := strings.Join(tgt.Notes, "\n")
+	for _, want := range []string{
+		"webhooks of Deployment widget-controller: ValidatingWebhookConfiguration vwidget.example.com (OLM v0's vwidget.example.com-<suffix> is deleted), conversion webhook cwidget.example.com of CRDs widgets.example.com; its pod template stays",
+		"OLM v1 re-signs Secret widget-controller-service-cert with its own CA",
+		"restart it after the move (kubectl rollout restart deployment/widget-controller)",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q\nlack %q", tgt.Notes, want)
+		}
+	}
+	// Without webhooks the Operator keeps rukpak's default layout.
+	if tgt, _ := Map(installed()); tgt.Operator.Spec.Config.OLMv0 != nil {
+		t.Errorf("olmv0 %+v without webhooks", tgt.Operator.Spec.Config.OLMv0)
 	}
 }
 

@@ -83,7 +83,9 @@ func Render(ctx context.Context, st *V0, op *operatorsv1alpha1.Operator, mapper 
 		cfg.WatchNamespaces = op.Spec.WatchNamespaces
 		res, err := bundlerender.Render(ctx, dir, bundlerender.Options{
 			Name: op.Name, InstallNamespace: op.Spec.InstallNamespace, Provisioner: rukpakv1alpha1.ProvisionerRegistry,
-			Config: cfg, Cluster: cluster,
+			// Any provider will do: the pod templates do not depend on who signs the serving
+			// certificate (rukpak's own is configured on its Deployment, not readable here).
+			Config: cfg, Cluster: cluster, CertProvider: bundlerender.SelfSigned,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rendering CSV %s as OLM v1 would: %w", st.CSV.Name, err)
@@ -202,7 +204,10 @@ func Compare(marked, rendered []*unstructured.Unstructured, operator, csv string
 
 // supersededKinds are the kinds OLM v0 generates from the CSV under names of its own (RBAC named
 // after the CSV and a hash): OLM v1 creates the same rules under its names, and OLM v0's are deleted.
-var supersededKinds = map[string]bool{"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true}
+// OLM v0's webhook configurations are named "<generateName>-<random suffix>", OLM v1's
+// "<generateName>": OLM v1's are created beside them, and OLM v0's deleted.
+var supersededKinds = map[string]bool{"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true}
 
 func isCSVRef(r metav1.OwnerReference, csv string) bool {
 	return r.Kind == CSVOwnerKind && r.Name == csv

@@ -6,31 +6,30 @@ import (
 	"strings"
 
 	v0 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Why a webhook operator is not moved (yet). What OLM v0 leaves on the cluster for a CSV's
+// How a webhook operator is moved in place. What OLM v0 leaves on the cluster for a CSV's
 // spec.webhookdefinitions (operator-lifecycle-manager pkg/controller/install/certresources.go and
-// webhook.go, cited in docs/migration.md), against what rukpak renders for the same bundle
-// (rukpak/internal/provisioner/registryv1/webhooks.go, certs/):
+// webhook.go, cited in docs/migration.md), and what OLM v1 does with each:
 //
-//   - the serving certificate: OLM v0 signs it with a CA of its own, per CSV, and writes Secret
-//     <deployment>-service-cert (annotation olmcahash); rukpak's certificate provider writes a
-//     Secret of the same name signed by its CA;
-//   - the pod template: OLM v0 mounts that Secret as volumes "webhook-cert"
-//     (/tmp/k8s-webhook-server/serving-certs) and "apiservice-cert"
-//     (/apiserver.local.config/certificates) and sets the template annotation olmcahash; rukpak
-//     mounts it as "rukpak-webhook-cert" and "rukpak-apiservice-cert", without olmcahash. The pod
-//     templates differ, so adopting the Deployment would roll out a new ReplicaSet;
-//   - the webhook configurations: OLM v0 creates them with generateName "<generateName>-" (a random
-//     suffix) and the label olm.webhook-description-generate-name; rukpak names them
-//     "<generateName>", so both would exist (and both call the webhook) until OLM v0's is deleted.
-//
-// Adopting in place needs rukpak to render OLM v0's volume names and keep olmcahash (a change to
-// rukpak's registry+v1 renderer), so migrate refuses and says what blocks and what to do.
+//   - the pod template: OLM v0 mounts the serving Secret <deployment>-service-cert as volumes
+//     "apiservice-cert" (/apiserver.local.config/certificates) and "webhook-cert"
+//     (/tmp/k8s-webhook-server/serving-certs), replaces the template annotations by olmcahash, then
+//     adds the CSV's. The Operator gets spec.config.olmv0 (rukpak renders the same volumes in the same order, drops the bundle's own
+//     template annotations as OLM v0 did, and keeps olmcahash from olmv0.caHash), so the template,
+//     and the pods, stay;
+//   - the serving certificate: OLM v0 signed it with a CA of its own, which it does not keep; OLM v1
+//     adopts the Secret (same name) and writes a certificate signed by its CA. The kubelet refreshes
+//     the mounted files within its sync period, and a webhook server that reloads its certificate
+//     from disk (controller-runtime's does) serves the new one without a restart;
+//   - the webhook configurations: OLM v0's are named "<generateName>-<random suffix>", OLM v1's
+//     "<generateName>"; OLM v1's are created beside OLM v0's, which are deleted once OLM v1 owns the
+//     operator (supersededKinds). Conversion webhooks are set on the CRDs, which are adopted.
 
-// webhookBlockers reports the webhooks of csv (of package pkg) precisely: per Deployment, what OLM v0 runs and what
-// OLM v1 would change; nil when csv has none.
-func webhookBlockers(csv *v0.ClusterServiceVersion, pkg string) []string {
+// webhookNotes says, per Deployment serving webhooks, what the move changes and what it does not
+// (nil when csv has none).
+func webhookNotes(csv *v0.ClusterServiceVersion) []string {
 	if len(csv.Spec.WebhookDefinitions) == 0 {
 		return nil
 	}
@@ -39,9 +38,9 @@ func webhookBlockers(csv *v0.ClusterServiceVersion, pkg string) []string {
 		what := string(w.Type) + " " + w.GenerateName
 		switch w.Type {
 		case v0.ValidatingAdmissionWebhook:
-			what = fmt.Sprintf("ValidatingWebhookConfiguration %s-<suffix> (OLM v1 would add %s beside it)", w.GenerateName, w.GenerateName)
+			what = fmt.Sprintf("ValidatingWebhookConfiguration %s (OLM v0's %s-<suffix> is deleted)", w.GenerateName, w.GenerateName)
 		case v0.MutatingAdmissionWebhook:
-			what = fmt.Sprintf("MutatingWebhookConfiguration %s-<suffix> (OLM v1 would add %s beside it)", w.GenerateName, w.GenerateName)
+			what = fmt.Sprintf("MutatingWebhookConfiguration %s (OLM v0's %s-<suffix> is deleted)", w.GenerateName, w.GenerateName)
 		case v0.ConversionWebhook:
 			what = fmt.Sprintf("conversion webhook %s of CRDs %s", w.GenerateName, strings.Join(w.ConversionCRDs, ", "))
 		}
@@ -52,13 +51,37 @@ func webhookBlockers(csv *v0.ClusterServiceVersion, pkg string) []string {
 		deployments = append(deployments, d)
 	}
 	sort.Strings(deployments)
-	var parts []string
+	var out []string
 	for _, d := range deployments {
-		parts = append(parts, fmt.Sprintf("Deployment %s serves %s; OLM v0 mounts Secret %s-service-cert (signed by OLM v0's CA) as volumes webhook-cert and apiservice-cert and sets the pod template annotation olmcahash, OLM v1 (rukpak) mounts it as rukpak-webhook-cert and rukpak-apiservice-cert without olmcahash, so adopting would change the pod template and replace the pods (a new ReplicaSet)",
-			d, strings.Join(byDeployment[d], " and "), d))
+		out = append(out, fmt.Sprintf("webhooks of Deployment %s: %s; its pod template stays (OLM v0's volumes apiservice-cert and webhook-cert, servingCertVolumes OLMv0, and olmcahash kept), "+
+			"OLM v1 re-signs Secret %s-service-cert with its own CA: the kubelet refreshes the mounted certificate within about a minute, during which calls to these webhooks can be refused; "+
+			"if the operator does not reload its certificate from disk, restart it after the move (kubectl rollout restart deployment/%s)",
+			d, strings.Join(byDeployment[d], ", "), d, d))
 	}
-	return []string{fmt.Sprintf("CSV %s has webhooks that cannot be adopted without restarting the operator: %s. "+
-		"What to do: keep it on OLM v0 (nothing was changed); or accept one restart of its pods: delete the Subscription and then the CSV (OLM v0 deletes the Deployment and webhook configurations but keeps CRDs and custom resources), "+
-		"then install it with `kubectl olmv1 install %s` (an Operator with spec.collisionPolicy IfNoController adopts the CRDs it finds)",
-		csv.Name, strings.Join(parts, "; "), pkg)}
+	return out
+}
+
+// liveCAHash is the olmcahash annotation of the running pod templates of the CSV's webhook
+// Deployments ("" when none carries one, or they disagree: the render then differs from the running
+// template, which blocks the move).
+func liveCAHash(st *V0) string {
+	serving := map[string]bool{}
+	for _, w := range st.CSV.Spec.WebhookDefinitions {
+		serving[w.DeploymentName] = true
+	}
+	hash := ""
+	for _, u := range st.Marked {
+		if u.GetKind() != "Deployment" || u.GetNamespace() != st.CSV.Namespace || !serving[u.GetName()] {
+			continue
+		}
+		a, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "annotations")
+		switch h := a["olmcahash"]; {
+		case h == "":
+		case hash == "":
+			hash = h
+		case hash != h:
+			return ""
+		}
+	}
+	return hash
 }

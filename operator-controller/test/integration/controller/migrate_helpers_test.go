@@ -45,6 +45,19 @@ const (
 
 var v0CRDs sync.Once
 
+// migratedBundles holds the bundle each package was installed from with OLM v0 (the test's rukpak
+// renders it for the package's BundleDeployment); the gizmo bundle at gizmoVersion when absent.
+var migratedBundles sync.Map
+
+type migratedBundle struct{ dir, version string }
+
+func migratedBundleOf(pkg string) migratedBundle {
+	if b, ok := migratedBundles.Load(pkg); ok {
+		return b.(migratedBundle)
+	}
+	return migratedBundle{dir: gizmoBundle, version: gizmoVersion}
+}
+
 // installV0CRDs installs OLM v0's CRDs once for the suite.
 func installV0CRDs(t *testing.T) {
 	t.Helper()
@@ -83,6 +96,7 @@ func v0Install(t *testing.T, pkg, ns string, o v0fixture.Options) (*v0fixture.In
 	case "-": // an address-only CatalogSource
 		o.CatalogImage = ""
 	}
+	migratedBundles.Store(pkg, migratedBundle{dir: o.Dir, version: gizmoVersion})
 	inst, err := v0fixture.Install(ctx, k8s, o)
 	if err != nil {
 		t.Fatalf("installing %s the OLM v0 way: %v", pkg, err)
@@ -173,7 +187,7 @@ func installBundleDeployments(ctx context.Context) {
 	}
 	for i := range bds.Items {
 		bd := &bds.Items[i]
-		if bd.Spec.Source.Image == nil || bd.Spec.Source.Image.Ref != image(bd.Name, gizmoVersion) || bd.Status.ObservedGeneration == bd.Generation {
+		if bd.Spec.Source.Image == nil || bd.Spec.Source.Image.Ref != image(bd.Name, migratedBundleOf(bd.Name).version) || bd.Status.ObservedGeneration == bd.Generation {
 			continue
 		}
 		installed, reason, msg := metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, "installed by the test's rukpak"
@@ -187,11 +201,12 @@ func installBundleDeployments(ctx context.Context) {
 	}
 }
 
-// renderGizmo renders the gizmo bundle for bd with rukpak's renderer.
+// renderGizmo renders bd's bundle (see migratedBundles) with rukpak's renderer and its self-signed
+// certificate provider.
 func renderGizmo(ctx context.Context, bd *rukpakv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, error) {
-	res, err := bundlerender.Render(ctx, gizmoBundle, bundlerender.Options{
+	res, err := bundlerender.Render(ctx, migratedBundleOf(bd.Name).dir, bundlerender.Options{
 		Name: bd.Name, InstallNamespace: bd.Spec.InstallNamespace, Provisioner: rukpakv1alpha1.ProvisionerRegistry,
-		Config: bd.Spec.Config, Cluster: &bundlerender.Cluster{Mapper: k8s.RESTMapper()},
+		Config: bd.Spec.Config, Cluster: &bundlerender.Cluster{Mapper: k8s.RESTMapper()}, CertProvider: bundlerender.SelfSigned,
 	})
 	if err != nil {
 		return nil, err

@@ -57,6 +57,12 @@ func getDeployment(t *testing.T, ns string) *appsv1.Deployment {
 // bundle reproduces that template, the custom resource is intact, OLM v0 let go and left no mark.
 func checkMigrated(t *testing.T, pkg, ns string, before *appsv1.Deployment, cr *unstructured.Unstructured) *operatorsv1alpha1.Operator {
 	t.Helper()
+	return checkMigratedCSV(t, pkg, ns, "gizmo-operator.v1.2.0", before, cr)
+}
+
+// checkMigratedCSV is checkMigrated for the installation of CSV csvName, whose Deployment was before.
+func checkMigratedCSV(t *testing.T, pkg, ns, csvName string, before *appsv1.Deployment, cr *unstructured.Unstructured) *operatorsv1alpha1.Operator {
+	t.Helper()
 	ctx := context.Background()
 	// The last step changed the deletionPolicy: the Operator reports Installed for that generation.
 	var op *operatorsv1alpha1.Operator
@@ -74,7 +80,10 @@ func checkMigrated(t *testing.T, pkg, ns string, before *appsv1.Deployment, cr *
 		t.Errorf("Operator spec %+v", op.Spec)
 	}
 
-	after := getDeployment(t, ns)
+	after := &appsv1.Deployment{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(before), after); err != nil {
+		t.Fatal(err)
+	}
 	// The same object, with the same pod template: the same ReplicaSet keeps running (the
 	// generation may move: apps counts changes of the Deployment's own annotations, which OLM v1 sets).
 	if after.UID != before.UID {
@@ -123,14 +132,14 @@ func checkMigrated(t *testing.T, pkg, ns string, before *appsv1.Deployment, cr *
 	}
 	csv := &unstructured.Unstructured{}
 	csv.SetGroupVersionKind(migrate.GVKCSV)
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gizmo-operator.v1.2.0"}, csv); err == nil {
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: csvName}, csv); err == nil {
 		if csv.GetDeletionTimestamp() == nil || !contains(csv.GetFinalizers(), "orphan") {
 			t.Errorf("CSV not deleted with propagationPolicy Orphan: deletionTimestamp %v, finalizers %v", csv.GetDeletionTimestamp(), csv.GetFinalizers())
 		}
 	} else if !apierrors.IsNotFound(err) {
 		t.Error(err)
 	}
-	st, err := migrate.ReadV0(ctx, k8s, ns, "gizmo", "gizmo-operator.v1.2.0", pkg)
+	st, err := migrate.ReadV0(ctx, k8s, ns, "gizmo", csvName, pkg)
 	if err != nil {
 		t.Fatal(err)
 	}

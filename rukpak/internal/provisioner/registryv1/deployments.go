@@ -68,7 +68,12 @@ func overridesFromAPI(c *rukpakv1alpha1.DeploymentConfig) *deploymentOverrides {
 }
 
 // buildDeployments turns the CSV's install strategy into Deployments in installNamespace.
-func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, mode InstallMode, cfg *deploymentOverrides) ([]*appsv1.Deployment, error) {
+//
+// With olmv0 set (spec.config.olmv0), a Deployment that serves webhooks or APIServices gets the pod
+// template annotations OLM v0 gave it: its own (the bundle's) are dropped, olmcahash is set to
+// olmv0.caHash when given, and the CSV's annotations follow; see mountServingCertOLMv0 for its volumes.
+func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNamespace string, mode InstallMode, cfg *deploymentOverrides,
+	olmv0 *rukpakv1alpha1.OLMv0Rendering) ([]*appsv1.Deployment, error) {
 	if csv.Spec.InstallStrategy.StrategyName != "" && csv.Spec.InstallStrategy.StrategyName != operatorsv1alpha1.InstallStrategyNameDeployment {
 		return nil, fmt.Errorf("ClusterServiceVersion %q: spec.install.strategy %q is not supported; only %q is",
 			csv.Name, csv.Spec.InstallStrategy.StrategyName, operatorsv1alpha1.InstallStrategyNameDeployment)
@@ -78,6 +83,15 @@ func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNames
 		// A composite (meta) package: the bundle brings CRDs and manifests and requires other
 		// packages, with no operator of its own to run.
 		return nil, nil
+	}
+	servesCerts := map[string]bool{}
+	if olmv0 != nil {
+		for _, w := range csv.Spec.WebhookDefinitions {
+			servesCerts[w.DeploymentName] = true
+		}
+		for _, a := range csv.Spec.APIServiceDefinitions.Owned {
+			servesCerts[a.DeploymentName] = true
+		}
 	}
 	seen := map[string]bool{}
 	out := make([]*appsv1.Deployment, 0, len(specs))
@@ -97,13 +111,18 @@ func buildDeployments(csv *operatorsv1alpha1.ClusterServiceVersion, installNames
 
 		tmpl := &d.Spec.Template
 		podAnnotations := map[string]string{}
+		if servesCerts[s.Name] && olmv0.CAHash != "" {
+			podAnnotations[OLMCAHashAnnotation] = olmv0.CAHash
+		}
 		for k, v := range csv.Annotations {
 			if !droppedCSVAnnotations[k] {
 				podAnnotations[k] = v
 			}
 		}
-		for k, v := range tmpl.Annotations {
-			podAnnotations[k] = v
+		if !servesCerts[s.Name] {
+			for k, v := range tmpl.Annotations {
+				podAnnotations[k] = v
+			}
 		}
 		olmAnnotations := map[string]string{
 			TargetNamespacesAnnotation:  mode.TargetNamespacesAnnotation(),

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/manifest"
@@ -113,7 +114,11 @@ func (r *Renderer) render(req provisioner.Request) ([]client.Object, InstallMode
 }
 
 func (r *Renderer) build(b *bundle, req provisioner.Request, mode InstallMode, overrides *deploymentOverrides) ([]client.Object, error) {
-	deployments, err := buildDeployments(b.csv, req.InstallNamespace, mode, overrides)
+	var olmv0 *rukpakv1alpha1.OLMv0Rendering
+	if req.Config != nil {
+		olmv0 = req.Config.OLMv0
+	}
+	deployments, err := buildDeployments(b.csv, req.InstallNamespace, mode, overrides, olmv0)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +127,7 @@ func (r *Renderer) build(b *bundle, req provisioner.Request, mode InstallMode, o
 		prefix = b.pkg
 	}
 	rbac := buildRBAC(b.csv, deployments, prefix, req.InstallNamespace, mode)
-	hooks, err := buildWebhooks(b.csv, deployments, b.crds, req.InstallNamespace, mode, r.certs)
+	hooks, err := buildWebhooks(b.csv, deployments, b.crds, req.InstallNamespace, mode, r.certs, olmv0 != nil)
 	if err != nil {
 		return nil, err
 	}

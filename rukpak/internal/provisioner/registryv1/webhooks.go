@@ -30,6 +30,11 @@ const (
 	webhookCertVolume     = "rukpak-webhook-cert"
 	webhookCertPath       = "/tmp/k8s-webhook-server/serving-certs"
 	apiserviceCertVolume  = "rukpak-apiservice-cert"
+	olmv0WebhookCertVol   = "webhook-cert"
+	olmv0APIServiceVol    = "apiservice-cert"
+	// OLMCAHashAnnotation is the pod template annotation in which OLM v0 records the hash of the CA
+	// of a webhook Deployment's serving certificate (kept with spec.config.olmv0.caHash).
+	OLMCAHashAnnotation = "olmcahash"
 	apiserviceCertPath    = "/apiserver.local.config/certificates"
 	defaultWebhookPort    = int32(443)
 	webhookServiceSuffix  = "service"
@@ -70,7 +75,7 @@ func WebhookServiceName(deployment string) string {
 // and sets the conversion of CRDs served by a conversion webhook. The certificate provider supplies
 // the serving Secret and the CA; the Secret is mounted into the Deployment's containers.
 func buildWebhooks(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*appsv1.Deployment, crds []manifest.Object,
-	installNamespace string, mode InstallMode, provider certs.Provider) (*webhookObjects, error) {
+	installNamespace string, mode InstallMode, provider certs.Provider, olmv0Volumes bool) (*webhookObjects, error) {
 	defs := csv.Spec.WebhookDefinitions
 	out := &webhookObjects{crdAnnotations: map[string]map[string]string{}}
 	if len(defs) == 0 {
@@ -93,7 +98,7 @@ func buildWebhooks(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*
 	if err != nil {
 		return nil, err
 	}
-	injections, err := out.addServices(csv, byName, ports, installNamespace, provider)
+	injections, err := out.addServices(csv, byName, ports, installNamespace, provider, olmv0Volumes)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +145,8 @@ func webhookPorts(csv *operatorsv1alpha1.ClusterServiceVersion, byName map[strin
 // addServices renders a Service per webhook Deployment, the provider's certificate objects, and
 // mounts the serving Secret; it returns each Deployment's CA injection.
 func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVersion, byName map[string]*appsv1.Deployment,
-	ports map[string]map[int32]intstr.IntOrString, installNamespace string, provider certs.Provider) (map[string]certs.Injection, error) {
+	ports map[string]map[int32]intstr.IntOrString, installNamespace string, provider certs.Provider,
+	olmv0Volumes bool) (map[string]certs.Injection, error) {
 	order := sortedKeys(ports)
 	injections := map[string]certs.Injection{}
 	svcOf := map[string]string{} // Service name → Deployment
@@ -168,7 +174,11 @@ func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVers
 			return nil, fmt.Errorf("%s certificate provider: %w", provider.Name(), err)
 		}
 		injections[dname] = inj
-		mountServingCert(d, certs.SecretName(svcRef.Name))
+		if olmv0Volumes {
+			mountServingCertOLMv0(d, certs.SecretName(svcRef.Name))
+		} else {
+			mountServingCert(d, certs.SecretName(svcRef.Name))
+		}
 	}
 	return injections, nil
 }
@@ -320,7 +330,85 @@ func mountServingCert(d *appsv1.Deployment, secret string) {
 		}
 		c.VolumeMounts = append(kept, mounts...)
 	}
-	// Drop volumes only the replaced mounts used.
+	// Drop volumes only the replaced mounts used, and any of the two added below.
+	kept := pod.Volumes[:0:0]
+	for _, v := range pod.Volumes {
+		if v.Name != webhookCertVolume && v.Name != apiserviceCertVolume {
+			kept = append(kept, v)
+		}
+	}
+	pod.Volumes = kept
+	dropUnused(pod, replaced)
+	pod.Volumes = append(pod.Volumes,
+		corev1.Volume{Name: webhookCertVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret,
+			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "tls.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "tls.key"}},
+		}}},
+		corev1.Volume{Name: apiserviceCertVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret,
+			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "apiserver.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "apiserver.key"}},
+		}}},
+	)
+}
+
+// mountServingCertOLMv0 mounts the serving Secret the way OLM v0's installer does, so that the pod
+// template of a Deployment OLM v0 installed is rendered unchanged (spec.config.olmv0): volume
+// apiservice-cert (tls.crt and tls.key as apiserver.crt and apiserver.key), then webhook-cert
+// (tls.crt, tls.key), each replacing a volume of the same name where it stands or else appended; in
+// every container, a mount of that volume is kept as it is, a mount at the same path (of another
+// volume) is replaced where it stands, and otherwise one is appended, not read-only (secret volumes
+// are read-only anyway). Unlike OLM v0, a volume that only the replaced mounts used is dropped, as
+// mountServingCert does: left in the pod it could keep the pod from starting (a Secret that does not
+// exist); a pod template holding one differs from the render, which `kubectl olmv1 migrate` reports.
+func mountServingCertOLMv0(d *appsv1.Deployment, secret string) {
+	pod := &d.Spec.Template.Spec
+	replaced := map[string]bool{}
+	for _, v := range []struct {
+		name, path string
+		items      []corev1.KeyToPath
+	}{
+		{olmv0APIServiceVol, apiserviceCertPath, []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "apiserver.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "apiserver.key"}}},
+		{olmv0WebhookCertVol, webhookCertPath, []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "tls.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "tls.key"}}},
+	} {
+		vol := corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret, Items: v.items}}}
+		at := -1
+		for i := range pod.Volumes {
+			if pod.Volumes[i].Name == v.name {
+				at = i
+				break
+			}
+		}
+		if at >= 0 {
+			pod.Volumes[at] = vol
+		} else {
+			pod.Volumes = append(pod.Volumes, vol)
+		}
+		mount := corev1.VolumeMount{Name: v.name, MountPath: v.path}
+		for i := range pod.Containers {
+			c := &pod.Containers[i]
+			found := false
+			for j, m := range c.VolumeMounts {
+				if m.Name == mount.Name {
+					found = true
+					break
+				}
+				if m.MountPath == mount.MountPath {
+					replaced[m.Name] = true
+					c.VolumeMounts[j] = mount
+					found = true
+					break
+				}
+			}
+			if !found {
+				c.VolumeMounts = append(c.VolumeMounts, mount)
+			}
+		}
+	}
+	dropUnused(pod, replaced)
+}
+
+// dropUnused removes the volumes named in replaced that no container mounts any more.
+func dropUnused(pod *corev1.PodSpec, replaced map[string]bool) {
 	used := map[string]bool{}
 	for _, cs := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
 		for _, c := range cs {
@@ -331,21 +419,12 @@ func mountServingCert(d *appsv1.Deployment, secret string) {
 	}
 	kept := pod.Volumes[:0:0]
 	for _, v := range pod.Volumes {
-		if (replaced[v.Name] && !used[v.Name]) || v.Name == webhookCertVolume || v.Name == apiserviceCertVolume {
+		if replaced[v.Name] && !used[v.Name] {
 			continue
 		}
 		kept = append(kept, v)
 	}
-	pod.Volumes = append(kept,
-		corev1.Volume{Name: webhookCertVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: secret,
-			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "tls.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "tls.key"}},
-		}}},
-		corev1.Volume{Name: apiserviceCertVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: secret,
-			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "apiserver.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "apiserver.key"}},
-		}}},
-	)
+	pod.Volumes = kept
 }
 
 func supportsAllNamespaces(csv *operatorsv1alpha1.ClusterServiceVersion) bool {

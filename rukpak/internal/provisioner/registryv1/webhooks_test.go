@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 )
 
@@ -230,4 +231,83 @@ func TestWebhookErrors(t *testing.T) {
 	_, err = renderFS(t, fixtureFS(t, editCSV(t, "- type: MutatingAdmissionWebhook\n    generateName: mwidget.example.com\n    deploymentName: widget-operator\n    containerPort: 443\n    targetPort: 9443",
 		"- type: MutatingAdmissionWebhook\n    generateName: mwidget.example.com\n    deploymentName: widget-operator\n    containerPort: 443\n    targetPort: 8443")), nil, selfSigned)
 	wantInvalid(t, err, "InvalidBundle", "containerPort 443 targets 8443", "targets 9443")
+}
+
+// spec.config.olmv0 renders a webhook Deployment exactly as OLM v0's installer does
+// (operator-lifecycle-manager pkg/controller/install/certresources.go, cited in docs/migration.md):
+// its cert volumes, and its pod template annotations (olmcahash, the CSV's, not the bundle's own),
+// so that a Deployment OLM v0 installed is adopted with its pod template unchanged.
+func TestWebhooksOLMv0Rendering(t *testing.T) {
+	olmv0 := &rukpakv1alpha1.BundleConfig{OLMv0: &rukpakv1alpha1.OLMv0Rendering{CAHash: "0a1b2c"}}
+	r, err := renderFS(t, fixtureFS(t, nil), olmv0, selfSigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "widget-operator-service-cert"
+	want := []corev1.Volume{
+		{Name: "apiservice-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret,
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "apiserver.crt"}, {Key: "tls.key", Path: "apiserver.key"}}}}},
+		{Name: "webhook-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret,
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}}}}},
+	}
+	pod := typedDeployment(t, r, "widget-operator").Spec.Template.Spec
+	// The bundle's own volume "cert", mounted at the controller-runtime path, is replaced (and,
+	// unused, dropped); OLM v0's two volumes follow in its order.
+	if !reflect.DeepEqual(pod.Volumes, want) {
+		t.Errorf("volumes\n got %+v\nwant %+v", pod.Volumes, want)
+	}
+	// The pod template's annotations are OLM v0's: olmcahash, the CSV's (capabilities comes from the
+	// CSV, the bundle's own value is dropped), and OLM's.
+	d := typedDeployment(t, r, "widget-operator")
+	if a := d.Spec.Template.Annotations; a[OLMCAHashAnnotation] != "0a1b2c" || a["capabilities"] != "Basic Install" || a[OperatorNamespaceAnnotation] != fixtureNS {
+		t.Errorf("webhook Deployment's pod template annotations %v", a)
+	}
+	// A Deployment without webhooks keeps the bundle's own, and gets no olmcahash.
+	if a := typedDeployment(t, r, "widget-reporter").Spec.Template.Annotations; a[OLMCAHashAnnotation] != "" {
+		t.Errorf("widget-reporter's pod template annotations %v", a)
+	}
+	mounts := map[string][]corev1.VolumeMount{}
+	for _, c := range pod.Containers {
+		mounts[c.Name] = c.VolumeMounts
+	}
+	wantMounts := map[string][]corev1.VolumeMount{
+		// the mount at the same path is replaced where it stood; the other is appended
+		"manager": {{Name: "webhook-cert", MountPath: webhookCertPath}, {Name: "apiservice-cert", MountPath: apiserviceCertPath}},
+		"sidecar": {{Name: "apiservice-cert", MountPath: apiserviceCertPath}, {Name: "webhook-cert", MountPath: webhookCertPath}},
+	}
+	if !reflect.DeepEqual(mounts, wantMounts) {
+		t.Errorf("volume mounts\n got %+v\nwant %+v", mounts, wantMounts)
+	}
+
+	// A volume of the same name is replaced where it stands; a mount of it is kept as it is.
+	r, err = renderFS(t, fixtureFS(t, editCSV(t, `                volumeMounts:
+                - name: cert
+                  mountPath: /tmp/k8s-webhook-server/serving-certs
+                  readOnly: true`, `                volumeMounts:
+                - name: webhook-cert
+                  mountPath: /tmp/k8s-webhook-server/serving-certs
+                  readOnly: true`)), olmv0, selfSigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod = typedDeployment(t, r, "widget-operator").Spec.Template.Spec
+	if len(pod.Volumes) != 3 || pod.Volumes[0].Name != "cert" || !reflect.DeepEqual(pod.Volumes[1:], want) {
+		t.Errorf("volumes %+v: want the bundle's cert volume (not replaced: its mount was not), then OLM v0's two", pod.Volumes)
+	}
+	if m := pod.Containers[0].VolumeMounts; len(m) != 2 || !m[0].ReadOnly || m[0].Name != "webhook-cert" {
+		t.Errorf("manager mounts %+v: want the bundle's webhook-cert mount kept as it was", m)
+	}
+
+	// Without olmv0 the layout is rukpak's.
+	r, err = renderFS(t, fixtureFS(t, nil), &rukpakv1alpha1.BundleConfig{}, selfSigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vols []string
+	for _, v := range typedDeployment(t, r, "widget-operator").Spec.Template.Spec.Volumes {
+		vols = append(vols, v.Name)
+	}
+	if !reflect.DeepEqual(vols, []string{webhookCertVolume, apiserviceCertVolume}) {
+		t.Errorf("Default volumes %v", vols)
+	}
 }
