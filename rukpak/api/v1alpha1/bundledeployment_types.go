@@ -400,6 +400,14 @@ type OLMv0Rendering struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]*$`
 	CAHash string `json:"caHash,omitempty"`
+
+	// caBundle holds, PEM-encoded, the CA certificates that signed the serving certificates OLM v0
+	// issued. They are trusted beside rukpak's own in the webhook configurations and conversion
+	// webhooks rendered for the bundle, so that the API server keeps reaching the pods until the
+	// kubelet has given them the certificate rukpak issues (about a minute); then they can be removed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CABundle []byte `json:"caBundle,omitempty"`
 }
 
 // BundleConfig tunes how a bundle is rendered. Each field applies to one provisioner only.

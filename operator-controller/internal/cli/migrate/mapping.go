@@ -101,7 +101,7 @@ func Map(st *V0) (*Target, []string) {
 	op.Spec.Config = &rukpakv1alpha1.BundleConfig{DeploymentConfig: deploymentConfig(sub.Spec.Config, csv.Name, og)}
 	if len(csv.Spec.WebhookDefinitions) > 0 {
 		// OLM v0's rendering of webhook Deployments, so that their pod templates stay.
-		op.Spec.Config.OLMv0 = &rukpakv1alpha1.OLMv0Rendering{CAHash: liveCAHash(st)}
+		op.Spec.Config.OLMv0 = &rukpakv1alpha1.OLMv0Rendering{CAHash: liveCAHash(st), CABundle: liveCABundle(st)}
 	}
 	t.Operator = op
 	t.Notes = append(t.Notes, webhookNotes(csv)...)

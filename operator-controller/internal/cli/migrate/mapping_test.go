@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/base64"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,14 +157,20 @@ func TestMapWebhooks(t *testing.T) {
 		{GenerateName: "vwidget.example.com", Type: v0.ValidatingAdmissionWebhook, DeploymentName: "widget-controller"},
 		{GenerateName: "cwidget.example.com", Type: v0.ConversionWebhook, DeploymentName: "widget-controller", ConversionCRDs: []string{"widgets.example.com"}},
 	}
+	v0CA := "-----BEGIN CERTIFICATE-----\nb2xtIHYwJ3MgQ0E=\n-----END CERTIFICATE-----\n"
+	hook := map[string]any{"clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString([]byte(v0CA))}}
 	st.Marked = append(st.Marked, deploymentObj("widget-controller", map[string]string{"olmcahash": "0a1b"}, nil, nil),
-		deploymentObj("widget-reporter", nil, nil, nil))
+		deploymentObj("widget-reporter", nil, nil, nil),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+			"metadata": map[string]any{"name": "vwidget.example.com-x7k2p"}, "webhooks": []any{hook, hook}}})
 	tgt, blockers := Map(st)
 	if len(blockers) != 0 {
 		t.Fatalf("blockers %q", blockers)
 	}
 	if got := tgt.Operator.Spec.Config.OLMv0; got == nil || got.CAHash != "0a1b" {
 		t.Errorf("olmv0 %+v, want caHash 0a1b (the webhook Deployment's olmcahash)", got)
+	} else if string(got.CABundle) != v0CA {
+		t.Errorf("olmv0.caBundle %q, want OLM v0's CA once: %q", got.CABundle, v0CA)
 	}
 	notes := strings.Join(tgt.Notes, "\n")
 	for _, want := range []string{

@@ -118,7 +118,14 @@ func existingBlockers(ctx context.Context, c client.Client, t *Target) []string 
 	var out []string
 	op := &operatorsv1alpha1.Operator{}
 	if err := c.Get(ctx, types.NamespacedName{Name: t.Operator.Name}, op); err == nil {
-		out = append(out, fmt.Sprintf("Operator %s already exists: OLM v1 already installs package %s (or another Operator has its name); delete it, or uninstall one of the two", op.Name, t.Operator.Spec.PackageName))
+		if ns, sub, _, ok := ParseMigratedFrom(op.Annotations[AnnotationMigratedFrom]); ok && ns != t.Operator.Spec.InstallNamespace {
+			// OLM v0 installs a package once per namespace; OLM v1 once per cluster.
+			out = append(out, fmt.Sprintf("package %s is installed by OLM v0 in namespace %s too, and was migrated from there (Subscription %s/%s) to Operator %s: OLM v1 installs a package once per cluster "+
+				"(its CRDs can have one owner), so this installation cannot be moved beside it; keep it on OLM v0, or uninstall it with OLM v0 (delete the Subscription and the CSV: the CRDs and custom resources stay) and let Operator %s serve both namespaces (spec.watchNamespaces)",
+				t.Operator.Spec.PackageName, ns, ns, sub, op.Name, op.Name))
+		} else {
+			out = append(out, fmt.Sprintf("Operator %s already exists: OLM v1 already installs package %s (or another Operator has its name); delete it, or uninstall one of the two", op.Name, t.Operator.Spec.PackageName))
+		}
 	}
 	if t.Catalog != nil {
 		cat := &catalogdv1alpha1.Catalog{}

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,7 +23,9 @@ import (
 //   - the serving certificate: OLM v0 signed it with a CA of its own, which it does not keep; OLM v1
 //     adopts the Secret (same name) and writes a certificate signed by its CA. The kubelet refreshes
 //     the mounted files within its sync period, and a webhook server that reloads its certificate
-//     from disk (controller-runtime's does) serves the new one without a restart;
+//     from disk (controller-runtime's does) serves the new one without a restart; meanwhile OLM v1's
+//     webhook configurations trust OLM v0's CA too (spec.config.olmv0.caBundle, from the caBundle
+//     OLM v0 wrote into its configurations and CRDs);
 //   - the webhook configurations: OLM v0's are named "<generateName>-<random suffix>", OLM v1's
 //     "<generateName>"; OLM v1's are created beside OLM v0's, which are deleted once OLM v1 owns the
 //     operator (supersededKinds). Conversion webhooks are set on the CRDs, which are adopted.
@@ -54,7 +57,7 @@ func webhookNotes(csv *v0.ClusterServiceVersion) []string {
 	var out []string
 	for _, d := range deployments {
 		out = append(out, fmt.Sprintf("webhooks of Deployment %s: %s; its pod template stays (OLM v0's volumes apiservice-cert and webhook-cert, servingCertVolumes OLMv0, and olmcahash kept), "+
-			"OLM v1 re-signs Secret %s-service-cert with its own CA: the kubelet refreshes the mounted certificate within about a minute, during which calls to these webhooks can be refused; "+
+			"OLM v1 re-signs Secret %s-service-cert with its own CA and trusts OLM v0's CA too until the kubelet has refreshed the mounted certificate (about a minute); "+
 			"if the operator does not reload its certificate from disk, restart it after the move (kubectl rollout restart deployment/%s)",
 			d, strings.Join(byDeployment[d], ", "), d, d))
 	}
@@ -84,4 +87,39 @@ func liveCAHash(st *V0) string {
 		}
 	}
 	return hash
+}
+
+// liveCABundle is the CAs the API server trusts today for the operator's webhooks: the caBundle of
+// OLM v0's webhook configurations and of the conversion webhooks of its CRDs, each CA once
+// (spec.config.olmv0.caBundle keeps them trusted until the pods serve OLM v1's certificate).
+func liveCABundle(st *V0) []byte {
+	var out []byte
+	seen := map[string]bool{}
+	add := func(b64 string) {
+		pem, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(pem) == 0 || seen[string(pem)] {
+			return
+		}
+		seen[string(pem)] = true
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		out = append(out, pem...)
+	}
+	for _, u := range st.Marked {
+		switch u.GetKind() {
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			for _, h := range hooks {
+				if hm, ok := h.(map[string]any); ok {
+					ca, _, _ := unstructured.NestedString(hm, "clientConfig", "caBundle")
+					add(ca)
+				}
+			}
+		case "CustomResourceDefinition":
+			ca, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+			add(ca)
+		}
+	}
+	return out
 }

@@ -339,6 +339,40 @@ func TestMigrateRefusesASharedOperatorGroup(t *testing.T) {
 	}
 }
 
+// OLM v0 installs a package once per namespace, OLM v1 once per cluster: of the same package in two
+// namespaces, the first is moved and the second refused, naming the first and what to do.
+func TestMigrateSamePackageInTwoNamespaces(t *testing.T) {
+	playCatalogdAndRukpak(t)
+	pkg := "gizmo-twice"
+	_, crA := v0Install(t, pkg, "mig-twice-a", v0fixture.Options{Targets: []string{"mig-twice-a"}})
+	v0Install(t, pkg, "mig-twice-b", v0fixture.Options{Targets: []string{"mig-twice-b"}})
+	before := getDeployment(t, "mig-twice-a")
+	if _, err := runMigrate(t, "mig-twice-a", false, 0); err != nil {
+		t.Fatalf("migrate mig-twice-a: %v", err)
+	}
+	checkMigrated(t, pkg, "mig-twice-a", before, crA)
+
+	beforeB := getDeployment(t, "mig-twice-b")
+	out, err := runMigrate(t, "mig-twice-b", false, 0)
+	if !command.IsSilent(err) {
+		t.Fatalf("migrate mig-twice-b: %v, want it refused", err)
+	}
+	want := "package gizmo-twice is installed by OLM v0 in namespace mig-twice-a too, and was migrated from there (Subscription mig-twice-a/gizmo) to Operator gizmo-twice: OLM v1 installs a package once per cluster"
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, want) || !strings.Contains(flat, "keep it on OLM v0, or uninstall it with OLM v0") {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	// Nothing of mig-twice-b changed.
+	afterB := getDeployment(t, "mig-twice-b")
+	if afterB.UID != beforeB.UID || afterB.ResourceVersion != beforeB.ResourceVersion {
+		t.Errorf("mig-twice-b's Deployment changed")
+	}
+	sub := &unstructured.Unstructured{}
+	sub.SetGroupVersionKind(migrate.GVKSubscription)
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: "mig-twice-b", Name: "gizmo"}, sub); err != nil || sub.GetAnnotations()["operators.operatorframework.io/migrating-to"] != "" {
+		t.Errorf("mig-twice-b's Subscription: %v, annotations %v", err, sub.GetAnnotations())
+	}
+}
+
 func TestMigrateRefusesAnAddressOnlyCatalogSource(t *testing.T) {
 	playCatalogdAndRukpak(t)
 	v0Install(t, "gizmo-addr", "mig-addr", v0fixture.Options{CatalogImage: "-"})

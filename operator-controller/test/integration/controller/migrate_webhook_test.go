@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -79,8 +80,9 @@ func TestMigrateAdoptsAWebhookOperatorInPlace(t *testing.T) {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	op := checkMigratedCSV(t, pkg, ns, "gizmo-webhook-operator.v1.2.0", before, cr)
-	if op.Spec.Config == nil || op.Spec.Config.OLMv0 == nil || op.Spec.Config.OLMv0.CAHash != before.Spec.Template.Annotations["olmcahash"] {
-		t.Errorf("Operator config %+v: want olmv0 with OLM v0's olmcahash", op.Spec.Config)
+	if op.Spec.Config == nil || op.Spec.Config.OLMv0 == nil || op.Spec.Config.OLMv0.CAHash != before.Spec.Template.Annotations["olmcahash"] ||
+		string(op.Spec.Config.OLMv0.CABundle) != string(vwcs.Items[0].Webhooks[0].ClientConfig.CABundle) {
+		t.Errorf("Operator config %+v: want olmv0 with OLM v0's olmcahash and CA", op.Spec.Config)
 	}
 	// The Secret is the same object, now OLM v1's and signed by its CA; OLM v0's webhook
 	// configuration is gone, OLM v1's calls the same Service with OLM v1's CA.
@@ -95,7 +97,9 @@ func TestMigrateAdoptsAWebhookOperatorInPlace(t *testing.T) {
 	}
 	mine := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "vgizmo.example.com"}, mine); err != nil || mine.Labels[rukpakOwnerName] != pkg || len(mine.Webhooks) != 1 ||
-		mine.Webhooks[0].ClientConfig.Service == nil || mine.Webhooks[0].ClientConfig.Service.Name != dep+"-service" || len(mine.Webhooks[0].ClientConfig.CABundle) == 0 {
+		mine.Webhooks[0].ClientConfig.Service == nil || mine.Webhooks[0].ClientConfig.Service.Name != dep+"-service" ||
+		!bytes.HasSuffix(mine.Webhooks[0].ClientConfig.CABundle, vwcs.Items[0].Webhooks[0].ClientConfig.CABundle) ||
+		bytes.Equal(mine.Webhooks[0].ClientConfig.CABundle, vwcs.Items[0].Webhooks[0].ClientConfig.CABundle) {
 		t.Errorf("OLM v1's webhook configuration: %v %+v", err, mine)
 	}
 }

@@ -127,7 +127,7 @@ func (r *Renderer) build(b *bundle, req provisioner.Request, mode InstallMode, o
 		prefix = b.pkg
 	}
 	rbac := buildRBAC(b.csv, deployments, prefix, req.InstallNamespace, mode)
-	hooks, err := buildWebhooks(b.csv, deployments, b.crds, req.InstallNamespace, mode, r.certs, olmv0 != nil)
+	hooks, err := buildWebhooks(b.csv, deployments, b.crds, req.InstallNamespace, mode, r.certs, olmv0)
 	if err != nil {
 		return nil, err
 	}

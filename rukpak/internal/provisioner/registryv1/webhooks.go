@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/certs"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/manifest"
 )
@@ -75,7 +76,7 @@ func WebhookServiceName(deployment string) string {
 // and sets the conversion of CRDs served by a conversion webhook. The certificate provider supplies
 // the serving Secret and the CA; the Secret is mounted into the Deployment's containers.
 func buildWebhooks(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*appsv1.Deployment, crds []manifest.Object,
-	installNamespace string, mode InstallMode, provider certs.Provider, olmv0Volumes bool) (*webhookObjects, error) {
+	installNamespace string, mode InstallMode, provider certs.Provider, olmv0 *rukpakv1alpha1.OLMv0Rendering) (*webhookObjects, error) {
 	defs := csv.Spec.WebhookDefinitions
 	out := &webhookObjects{crdAnnotations: map[string]map[string]string{}}
 	if len(defs) == 0 {
@@ -98,7 +99,7 @@ func buildWebhooks(csv *operatorsv1alpha1.ClusterServiceVersion, deployments []*
 	if err != nil {
 		return nil, err
 	}
-	injections, err := out.addServices(csv, byName, ports, installNamespace, provider, olmv0Volumes)
+	injections, err := out.addServices(csv, byName, ports, installNamespace, provider, olmv0)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,11 @@ func webhookPorts(csv *operatorsv1alpha1.ClusterServiceVersion, byName map[strin
 // mounts the serving Secret; it returns each Deployment's CA injection.
 func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVersion, byName map[string]*appsv1.Deployment,
 	ports map[string]map[int32]intstr.IntOrString, installNamespace string, provider certs.Provider,
-	olmv0Volumes bool) (map[string]certs.Injection, error) {
+	olmv0 *rukpakv1alpha1.OLMv0Rendering) (map[string]certs.Injection, error) {
+	var extraTrust []byte
+	if olmv0 != nil {
+		extraTrust = olmv0.CABundle
+	}
 	order := sortedKeys(ports)
 	injections := map[string]certs.Injection{}
 	svcOf := map[string]string{} // Service name → Deployment
@@ -173,8 +178,16 @@ func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVers
 		if err != nil {
 			return nil, fmt.Errorf("%s certificate provider: %w", provider.Name(), err)
 		}
+		if len(inj.CABundle) > 0 && len(extraTrust) > 0 {
+			// OLM v0's CAs (spec.config.olmv0.caBundle) stay trusted beside the provider's.
+			b := append([]byte(nil), inj.CABundle...)
+			if b[len(b)-1] != '\n' {
+				b = append(b, '\n')
+			}
+			inj.CABundle = append(b, extraTrust...)
+		}
 		injections[dname] = inj
-		if olmv0Volumes {
+		if olmv0 != nil {
 			mountServingCertOLMv0(d, certs.SecretName(svcRef.Name))
 		} else {
 			mountServingCert(d, certs.SecretName(svcRef.Name))

@@ -238,10 +238,19 @@ func TestWebhookErrors(t *testing.T) {
 // its cert volumes, and its pod template annotations (olmcahash, the CSV's, not the bundle's own),
 // so that a Deployment OLM v0 installed is adopted with its pod template unchanged.
 func TestWebhooksOLMv0Rendering(t *testing.T) {
-	olmv0 := &rukpakv1alpha1.BundleConfig{OLMv0: &rukpakv1alpha1.OLMv0Rendering{CAHash: "0a1b2c"}}
+	v0CA := []byte("-----BEGIN CERTIFICATE-----\nb2xtIHYwJ3MgQ0E=\n-----END CERTIFICATE-----\n")
+	olmv0 := &rukpakv1alpha1.BundleConfig{OLMv0: &rukpakv1alpha1.OLMv0Rendering{CAHash: "0a1b2c", CABundle: v0CA}}
 	r, err := renderFS(t, fixtureFS(t, nil), olmv0, selfSigned)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// OLM v0's CA is trusted beside rukpak's until the pods serve rukpak's certificate.
+	for _, name := range []string{"ValidatingWebhookConfiguration /vwidget.example.com", "MutatingWebhookConfiguration /mwidget.example.com"} {
+		ca, _, _ := unstructured.NestedString(firstHook(t, r.get(name)), "clientConfig", "caBundle")
+		got, _ := base64.StdEncoding.DecodeString(ca)
+		if want := append(append([]byte(nil), testCA.CertPEM...), v0CA...); !bytes.Equal(got, want) {
+			t.Errorf("%s caBundle\n%s\nwant rukpak's CA then OLM v0's:\n%s", name, got, want)
+		}
 	}
 	secret := "widget-operator-service-cert"
 	want := []corev1.Volume{
