@@ -193,7 +193,7 @@ func Compare(marked, rendered []*unstructured.Unstructured, operator, csv string
 			continue
 		}
 		o := Object{Kind: l.GetKind(), Namespace: l.GetNamespace(), Name: l.GetName(), Action: ActionRelease}
-		if supersededKinds[l.GetKind()] && l.GetLabels()[LabelOwner] != "" {
+		if supersededKinds[l.GetKind()] && (l.GetLabels()[LabelOwner] == csv || ownedByCSV(l, csv)) {
 			o.Action = ActionDelete
 		}
 		out.Objects = append(out.Objects, o)
@@ -208,6 +208,17 @@ func Compare(marked, rendered []*unstructured.Unstructured, operator, csv string
 // "<generateName>": OLM v1's are created beside them, and OLM v0's deleted.
 var supersededKinds = map[string]bool{"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true}
+
+// ownedByCSV says whether u has an ownerReference to the CSV named csv (OLM v0 labels some of what
+// it generates, e.g. the Role and RoleBinding granting access to a webhook's serving Secret, only so).
+func ownedByCSV(u *unstructured.Unstructured, csv string) bool {
+	for _, r := range u.GetOwnerReferences() {
+		if isCSVRef(r, csv) {
+			return true
+		}
+	}
+	return false
+}
 
 func isCSVRef(r metav1.OwnerReference, csv string) bool {
 	return r.Kind == CSVOwnerKind && r.Name == csv

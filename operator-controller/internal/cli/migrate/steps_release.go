@@ -73,7 +73,7 @@ func deleteSuperseded(ctx context.Context, m *Migration) error {
 }
 
 func (m *Migration) superseded(u *unstructured.Unstructured) bool {
-	return supersededKinds[u.GetKind()] && u.GetLabels()[LabelOwner] == m.CSV && u.GetLabels()[rukpakOwnerNameLabel] != m.Operator
+	return supersededKinds[u.GetKind()] && (u.GetLabels()[LabelOwner] == m.CSV || ownedByCSV(u, m.CSV)) && u.GetLabels()[rukpakOwnerNameLabel] != m.Operator
 }
 
 // deleteCSV deletes the CSV with propagationPolicy Orphan: should an ownerReference to it have

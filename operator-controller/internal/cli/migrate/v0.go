@@ -56,6 +56,10 @@ var (
 	GVKOperatorCondition = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v2", Kind: "OperatorCondition"}
 )
 
+// kubeSystem is where OLM v0 writes the auth-reader RoleBindings of webhook and APIService
+// Deployments.
+const kubeSystem = "kube-system"
+
 // markedKinds are the kinds OLM v0 creates for a CSV, which may carry its marks.
 var markedKinds = []schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "Deployment"},
@@ -181,6 +185,16 @@ func readMarked(ctx context.Context, c client.Reader, ns, csvName, pkg string, c
 				continue
 			}
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		if gvk.Kind == "RoleBinding" && ns != kubeSystem && csvName != "" {
+			// OLM v0 binds a webhook's or APIService's ServiceAccount to
+			// extension-apiserver-authentication-reader in kube-system (<service>-auth-reader).
+			more := &unstructured.UnstructuredList{}
+			more.SetGroupVersionKind(l.GroupVersionKind())
+			if err := c.List(ctx, more, client.InNamespace(kubeSystem), client.MatchingLabels{LabelOwner: csvName, LabelOwnerNamespace: ns}); err != nil {
+				return nil, fmt.Errorf("listing RoleBindings in %s: %w", kubeSystem, err)
+			}
+			l.Items = append(l.Items, more.Items...)
 		}
 		for i := range l.Items {
 			u := &l.Items[i]

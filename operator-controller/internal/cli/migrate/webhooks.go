@@ -56,7 +56,7 @@ func webhookNotes(csv *v0.ClusterServiceVersion) []string {
 	sort.Strings(deployments)
 	var out []string
 	for _, d := range deployments {
-		out = append(out, fmt.Sprintf("webhooks of Deployment %s: %s; its pod template stays (OLM v0's volumes apiservice-cert and webhook-cert, servingCertVolumes OLMv0, and olmcahash kept), "+
+		out = append(out, fmt.Sprintf("webhooks of Deployment %s: %s; its pod template stays (spec.config.olmv0: OLM v0's volumes apiservice-cert and webhook-cert, and olmcahash, kept), "+
 			"OLM v1 re-signs Secret %s-service-cert with its own CA and trusts OLM v0's CA too until the kubelet has refreshed the mounted certificate (about a minute); "+
 			"if the operator does not reload its certificate from disk, restart it after the move (kubectl rollout restart deployment/%s)",
 			d, strings.Join(byDeployment[d], ", "), d, d))

@@ -68,8 +68,11 @@ func TestMigrateAdoptsAWebhookOperatorInPlace(t *testing.T) {
 	for _, want := range []string{
 		"Pod templates: OLM v1 renders the running pod templates unchanged",
 		"adopt Deployment " + ns + " " + dep, "adopt Service " + ns + " " + dep + "-service", "adopt Secret " + ns + " " + dep + "-service-cert",
-		"create ValidatingWebhookConfiguration vgizmo.example.com",
-		"delete after Installed ValidatingWebhookConfiguration " + vwcs.Items[0].Name,
+		"create ValidatingWebhookConfiguration - vgizmo.example.com",
+		"delete after Installed ValidatingWebhookConfiguration - " + vwcs.Items[0].Name,
+		"delete after Installed Role " + ns + " " + dep + "-service-cert", "delete after Installed RoleBinding " + ns + " " + dep + "-service-cert",
+		"delete after Installed RoleBinding kube-system " + dep + "-service-auth-reader",
+		"delete after Installed ClusterRoleBinding - " + dep + "-service-system:auth-delegator",
 		"webhooks of Deployment " + dep + ": ValidatingWebhookConfiguration vgizmo.example.com (OLM v0's vgizmo.example.com-<suffix> is deleted); its pod template stays",
 	} {
 		if !strings.Contains(flat, want) {
