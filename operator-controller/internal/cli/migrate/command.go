@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	v0 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -49,19 +50,25 @@ to the CSV, olm.owner labels) are removed, the RBAC OLM v1 replaced is deleted, 
 
 The plan is printed first: every object adopted, created, deleted or released, every difference
 between the running pod templates and what OLM v1 renders, and what blocks the move (a CSV not
-Succeeded, dependencies, an OperatorGroup shared by several Subscriptions, webhooks, a CatalogSource
-without an image). --dry-run stops there. Every step can be run again: a migration killed at any
+Succeeded, dependencies, an OperatorGroup shared by several Subscriptions, owned APIServices, a
+CatalogSource without an image). Webhook operators are moved in place too (spec.config.olmv0).
+--dry-run stops there. Every step can be run again: a migration killed at any
 point is finished by running migrate again. Until the Operator is Installed nothing of OLM v0 is
 changed; to roll back, delete the Operator (its deletionPolicy is Orphan until the migration ends).`,
 		Example: `  kubectl olmv1 migrate my-operator -n operators --dry-run
   kubectl olmv1 migrate my-operator -n operators
+  kubectl olmv1 migrate operators/my-operator team-a/other-operator
   kubectl olmv1 migrate --all-namespaces --dry-run`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.AllNamespaces == (len(args) > 0) {
 				return errors.New("name SUBSCRIPTIONs (with -n NAMESPACE) or use --all-namespaces")
 			}
 			for _, a := range args {
-				opts.Subscriptions = append(opts.Subscriptions, ns+"/"+a)
+				key, err := subscriptionKey(ns, a)
+				if err != nil {
+					return err
+				}
+				opts.Subscriptions = append(opts.Subscriptions, key)
 			}
 			c, err := o.Client()
 			if err != nil {
@@ -175,6 +182,19 @@ func allSubscriptions(ctx context.Context, c client.Client) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// subscriptionKey is "<namespace>/<name>" for a SUBSCRIPTION argument: a name, in the -n namespace,
+// or NAMESPACE/NAME.
+func subscriptionKey(ns, arg string) (string, error) {
+	switch parts := strings.Split(arg, "/"); {
+	case len(parts) == 1 && arg != "":
+		return ns + "/" + arg, nil
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return arg, nil
+	default:
+		return "", fmt.Errorf("subscription %q: name a Subscription as NAME (in the -n namespace) or NAMESPACE/NAME", arg)
+	}
 }
 
 func splitKey(k string) (string, string) {

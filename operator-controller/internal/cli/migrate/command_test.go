@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,21 @@ func TestSplitKey(t *testing.T) {
 	for in, want := range map[string][2]string{"ops/sub": {"ops", "sub"}, "sub": {"default", "sub"}} {
 		if ns, name := splitKey(in); ns != want[0] || name != want[1] {
 			t.Errorf("%s: %s %s", in, ns, name)
+		}
+	}
+}
+
+func TestSubscriptionKey(t *testing.T) {
+	for _, tc := range []struct{ ns, arg, want, err string }{
+		{"ops", "widget", "ops/widget", ""},
+		{"ops", "team-a/widget", "team-a/widget", ""},
+		{"ops", "a/b/c", "", `subscription "a/b/c": name a Subscription as NAME (in the -n namespace) or NAMESPACE/NAME`},
+		{"ops", "/widget", "", `subscription "/widget"`},
+		{"ops", "", "", `subscription ""`},
+	} {
+		got, err := subscriptionKey(tc.ns, tc.arg)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("subscriptionKey(%q, %q) = %q, %v; want %q, %q", tc.ns, tc.arg, got, err, tc.want, tc.err)
 		}
 	}
 }

@@ -163,7 +163,7 @@ func (out *webhookObjects) addServices(csv *operatorsv1alpha1.ClusterServiceVers
 				csv.Name, other, dname, svcRef.Name)
 		}
 		svcOf[svcRef.Name] = dname
-		svc, err := webhookService(svcRef, d, ports[dname])
+		svc, err := webhookService(svcRef, d, ports[dname], olmv0 != nil)
 		if err != nil {
 			return nil, invalidf("ClusterServiceVersion %q: webhook Service for deployment %q: %v", csv.Name, dname, err)
 		}
@@ -302,7 +302,9 @@ func (out *webhookObjects) setConversion(csv *operatorsv1alpha1.ClusterServiceVe
 	return nil
 }
 
-func webhookService(ref certs.Service, d *appsv1.Deployment, ports map[int32]intstr.IntOrString) (*corev1.Service, error) {
+// webhookService renders the Service of a webhook Deployment; its ports are named webhook-<port>, or
+// <port> as OLM v0 names them (olmv0Names), so that adopting OLM v0's Service changes no port.
+func webhookService(ref certs.Service, d *appsv1.Deployment, ports map[int32]intstr.IntOrString, olmv0Names bool) (*corev1.Service, error) {
 	if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) == 0 {
 		return nil, fmt.Errorf("the deployment's spec.selector has no matchLabels to select its pods with")
 	}
@@ -315,8 +317,12 @@ func webhookService(ref certs.Service, d *appsv1.Deployment, ports map[int32]int
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, p := range nums {
+		name := fmt.Sprintf("webhook-%d", p)
+		if olmv0Names {
+			name = fmt.Sprint(p)
+		}
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name: fmt.Sprintf("webhook-%d", p), Port: p, TargetPort: ports[p], Protocol: corev1.ProtocolTCP,
+			Name: name, Port: p, TargetPort: ports[p], Protocol: corev1.ProtocolTCP,
 		})
 	}
 	return svc, nil

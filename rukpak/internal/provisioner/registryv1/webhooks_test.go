@@ -265,6 +265,10 @@ func TestWebhooksOLMv0Rendering(t *testing.T) {
 	if !reflect.DeepEqual(pod.Volumes, want) {
 		t.Errorf("volumes\n got %+v\nwant %+v", pod.Volumes, want)
 	}
+	// The Service's ports are named as OLM v0 names them.
+	if ports, _, _ := unstructured.NestedSlice(r.get("Service "+fixtureNS+"/widget-operator-service").Object, "spec", "ports"); len(ports) != 1 || ports[0].(map[string]any)["name"] != "443" {
+		t.Errorf("Service ports %v, want one named 443", ports)
+	}
 	// The pod template's annotations are OLM v0's: olmcahash, the CSV's (capabilities comes from the
 	// CSV, the bundle's own value is dropped), and OLM's.
 	d := typedDeployment(t, r, "widget-operator")
