@@ -134,9 +134,9 @@ test-e2e: build cluster-binaries ## E2E tier: Ginkgo suite on a local control pl
 # The real-node tier needs root (network and mount namespaces, cgroups); elsewhere it says it is skipped.
 # REAL_NODE_LABELS picks its specs; KIND_REAL_NODE_LABELS the real-node specs that `make kind-e2e` runs
 # on kind's kubelet: all of them but bundle-test's (the bundle test starts a real node of its own on
-# this machine, whatever cluster the suite uses).
+# this machine, whatever cluster the suite uses), olm-upgrade's and migrate's (not yet run on kind).
 REAL_NODE_LABELS      ?= real-node
-KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade
+KIND_REAL_NODE_LABELS ?= $(REAL_NODE_LABELS) && !bundle-test && !olm-upgrade && !migrate
 # In `make test`, when the kind tier runs too, the real-node suite's specs are divided between the two
 # real kubelets instead of running twice (docs/kind.md): the specs labelled KIND_SHARE run on kind, the
 # others on the harness's own node. Alone, `make test-real-node` and `make kind-e2e` run all of them.
