@@ -78,10 +78,10 @@ func TestMain(m *testing.M) {
 }
 
 // startOLM starts the environment once: the local control plane, the registry and the three
-// controllers (with their default flags, plus those in $BENCH_CATALOGD_ARGS, $BENCH_RUKPAK_ARGS and
-// $BENCH_OPERATOR_CONTROLLER_ARGS, for experiments; with $OLMV1_BENCH_PROFILE_DIR set, rukpak and
-// operator-controller also serve pprof on free loopback ports), and waits until catalogd's CatalogMetadata
-// APIService is Available.
+// controllers (with their default flags but rukpak's cache directory and Helm render limit, plus
+// those in $BENCH_CATALOGD_ARGS, $BENCH_RUKPAK_ARGS and $BENCH_OPERATOR_CONTROLLER_ARGS, for
+// experiments; with $OLMV1_BENCH_PROFILE_DIR set, rukpak and operator-controller also serve pprof on
+// free loopback ports), and waits until catalogd's CatalogMetadata APIService is Available.
 func startOLM(b *testing.B) {
 	b.Helper()
 	olm.once.Do(func() {
@@ -105,7 +105,12 @@ func startOLM(b *testing.B) {
 			return
 		}
 		ctx := context.Background()
-		rukpakArgs := strings.Fields(os.Getenv("BENCH_RUKPAK_ARGS"))
+		// rukpak's cache is the environment's own (its default, $TMPDIR/olmv1-rukpak, is shared with
+		// any other rukpak on the machine), and its Helm render limit is benchHelmRenderTimeout
+		// (BenchmarkOperatorsHeadOfLine's slow chart); $BENCH_RUKPAK_ARGS comes last and wins.
+		rukpakArgs := append([]string{
+			"--cache-dir=" + filepath.Join(dir, "rukpak", "cache"), "--helm-render-timeout=" + benchHelmRenderTimeout.String(),
+		}, strings.Fields(os.Getenv("BENCH_RUKPAK_ARGS"))...)
 		ocArgs := strings.Fields(os.Getenv("BENCH_OPERATOR_CONTROLLER_ARGS"))
 		if os.Getenv("OLMV1_BENCH_PROFILE_DIR") != "" {
 			olm.pprof = map[string]string{}

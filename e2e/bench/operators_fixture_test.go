@@ -23,6 +23,15 @@ type benchFixture struct {
 
 func (f benchFixture) pkg(n int) string { return fmt.Sprintf("%s-%04d", f.prefix, n) }
 
+// names are the packages of f, which are also the names of their Operators, in order.
+func (f benchFixture) names() []string {
+	out := make([]string, f.n)
+	for i := range out {
+		out[i] = f.pkg(i)
+	}
+	return out
+}
+
 func (f benchFixture) bundleRef(n int, version string) string {
 	return f.registry + "/bundles/" + f.pkg(n) + ":" + version
 }

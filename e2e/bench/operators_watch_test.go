@@ -60,9 +60,15 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 // applying a manifest of many Operators with some parallelism would), and returns when each was
 // created.
 func createOperators(ctx context.Context, fx benchFixture) (map[string]time.Time, error) {
-	created := make(map[string]time.Time, fx.n)
+	return createNamedOperators(ctx, fx.names())
+}
+
+// createNamedOperators creates an Operator named like its package for each of names, 10 requests at
+// a time, and returns when each was created.
+func createNamedOperators(ctx context.Context, names []string) (map[string]time.Time, error) {
+	created := make(map[string]time.Time, len(names))
 	var mu sync.Mutex
-	err := forEachOperator(fx, func(name string) error {
+	err := forEachName(names, func(name string) error {
 		op := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
 			"metadata": map[string]any{"name": name}, "spec": map[string]any{"packageName": name},
@@ -92,24 +98,29 @@ func deleteOperators(ctx context.Context, fx benchFixture) error {
 // forEachOperator calls do for the name of each Operator of fx, 10 at a time, and returns the first
 // error.
 func forEachOperator(fx benchFixture, do func(name string) error) error {
-	names := make(chan string)
-	errs := make(chan error, fx.n)
+	return forEachName(fx.names(), do)
+}
+
+// forEachName calls do for each of names, 10 at a time, and returns the first error.
+func forEachName(names []string, do func(name string) error) error {
+	queue := make(chan string)
+	errs := make(chan error, len(names))
 	var wg sync.WaitGroup
 	for w := 0; w < 10; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for name := range names {
+			for name := range queue {
 				if err := do(name); err != nil {
 					errs <- err
 				}
 			}
 		}()
 	}
-	for i := 0; i < fx.n; i++ {
-		names <- fx.pkg(i)
+	for _, name := range names {
+		queue <- name
 	}
-	close(names)
+	close(queue)
 	wg.Wait()
 	close(errs)
 	return <-errs // nil when none failed
