@@ -57,6 +57,8 @@ type flags struct {
 	// requireSignatures is --require-image-signatures: the Secret of the cluster-wide default
 	// signature policy of bundle images.
 	requireSignatures string
+	// unpackTimeout bounds one unpack; responseTimeout each request's wait for an answer.
+	unpackTimeout, responseTimeout time.Duration
 }
 
 func (f *flags) bind(fs *flag.FlagSet) {
@@ -73,6 +75,10 @@ func (f *flags) bind(fs *flag.FlagSet) {
 		"bytes one render of a Helm chart's templates may produce before the bundle is reported RenderLimitExceeded (a render uses about five times its output in memory)")
 	fs.IntVar(&f.helmLimits.MaxConcurrent, "helm-max-concurrent-renders", helm.DefaultMaxConcurrentRenders,
 		"Helm renders running at once, renders past their time limit included (they cannot be interrupted)")
+	fs.DurationVar(&f.unpackTimeout, "unpack-timeout", source.DefaultTimeout,
+		"how long fetching and unpacking one bundle may take, network included, before it is reported UnpackFailed and retried with backoff")
+	fs.DurationVar(&f.responseTimeout, "source-response-timeout", source.DefaultResponseTimeout,
+		"how long to wait for a registry, HTTP source or git server to answer a request (its response headers) before the bundle is reported UnpackFailed; a server that accepts connections and never answers then holds a worker this long, not --unpack-timeout")
 	f.webhooks.bind(fs)
 	f.platform.Bind(fs)
 	f.mirrors.Bind(fs)
@@ -112,7 +118,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	unpacker, err := newUnpacker(f.cacheDir, direct, f.mirrors, f.tls, f.requireSignatures)
+	unpacker, err := newUnpacker(f.cacheDir, direct, f.mirrors, f.tls, f.requireSignatures, f.unpackTimeout, f.responseTimeout)
 	if err != nil {
 		return err
 	}

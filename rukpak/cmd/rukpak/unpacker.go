@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,9 +15,12 @@ import (
 // ConfigMaps and Secrets that sources name carry no rukpak labels (and the mirror sets are listed
 // through it, without a watch).
 // Registries, HTTP sources and git servers are reached with the TLS profile tp. requireSignatures
-// is --require-image-signatures (a Secret of rukpak's namespace, or "").
-func newUnpacker(cacheDir string, reader client.Reader, mf mirrors.Flags, tp boot.TLSProfile, requireSignatures string) (source.Unpacker, error) {
-	cfg := source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source"), ClientTLS: tp.Apply, RequireSignaturesSecret: requireSignatures}
+// is --require-image-signatures (a Secret of rukpak's namespace, or ""); timeout and
+// responseTimeout are --unpack-timeout and --source-response-timeout.
+func newUnpacker(cacheDir string, reader client.Reader, mf mirrors.Flags, tp boot.TLSProfile, requireSignatures string,
+	timeout, responseTimeout time.Duration) (source.Unpacker, error) {
+	cfg := source.Config{CacheDir: cacheDir, Client: reader, Log: ctrl.Log.WithName("source"), ClientTLS: tp.Apply, RequireSignaturesSecret: requireSignatures,
+		Timeout: timeout, ResponseTimeout: responseTimeout}
 	mp, err := mf.Provider(reader)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,8 @@ type imageSource struct {
 	mirror string
 
 	platform v1.Platform
+	// responseTimeout is the transport's bound on waiting for an answer, for messages.
+	responseTimeout time.Duration
 }
 
 func platformString(p v1.Platform) string {
@@ -114,7 +116,8 @@ func (u *DiskUnpacker) unpackImage(ctx context.Context, key string, spec rukpakv
 // ResolvedImageSource.Mirror names the endpoint when it is not that repository.
 func (u *DiskUnpacker) unpackImageFrom(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, orig name.Reference, ep mirrors.Endpoint,
 	keychain authn.Keychain, policies []imagePolicy, imageDir string, opts Options) (*Result, error) {
-	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform}
+	s := &imageSource{spec: spec, what: fmt.Sprintf("image %q", spec.Ref), tmp: u.cache.abs(tmpDir), platform: *u.cfg.Platform,
+		responseTimeout: u.cfg.Transport.ResponseHeaderTimeout}
 	insecure := ep.Insecure || (!ep.Mirror && spec.InsecureSkipTLSVerify)
 	if ep.Mirror {
 		s.what = fmt.Sprintf("image %q (from mirror %s)", spec.Ref, ep.Ref)
@@ -477,6 +480,12 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 			e.RetryAfter = ra
 			return e
 		}
+	}
+	if strings.Contains(msg, "timeout awaiting response headers") {
+		// Before the TLS and plain-HTTP cases: probing https and then http, the client may have
+		// met both a plain-HTTP answer and the hang.
+		return newError(KindUnreachable, err, "registry %s accepted the connection for %s but did not answer within %s (is it hung or overloaded? check %s); %s",
+			registry, s.what, s.responseTimeout, imageRefField, retryLater(0))
 	}
 	switch {
 	case strings.Contains(msg, "unsupported MediaType"):

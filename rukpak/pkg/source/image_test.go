@@ -388,3 +388,21 @@ func assertCacheEmpty(t *testing.T, u *DiskUnpacker) {
 		}
 	}
 }
+
+// A registry that accepts the connection and never answers is reported after ResponseTimeout, well
+// before Timeout: the worker is freed for the other bundles (issue 36's head-of-line benchmark).
+func TestImageRegistryNeverAnswers(t *testing.T) {
+	reg := sourcetest.NewRegistry(t)
+	reg.Hang(true)
+	u := newTestUnpacker(t, nil, func(c *Config) { c.Timeout, c.ResponseTimeout = time.Minute, 200*time.Millisecond })
+	start := time.Now()
+	_, err := u.Unpack(ctx(t), "catalog/hung", imageSrc(reg.Ref("catalogs/hung:v1")), catalogOpts)
+	e := wantError(t, err, KindUnreachable, "registry "+reg.Host, "accepted the connection", "did not answer within 200ms", "will retry with backoff")
+	if !e.Retryable {
+		t.Error("a registry that does not answer is retryable")
+	}
+	// go-containerregistry retries a timed-out request a few times (about 4 s of backoff in all).
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("gave up after %s, want a few seconds (Timeout is a minute)", d)
+	}
+}

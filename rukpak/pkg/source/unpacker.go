@@ -18,6 +18,10 @@ import (
 // Defaults of Config and Limits.
 const (
 	DefaultTimeout  = 5 * time.Minute
+	// DefaultResponseTimeout bounds the wait for a server's answer to each request (its response
+	// headers; the body may take longer): a registry that accepts connections and never answers is
+	// reported after it, not after Timeout, and frees its worker for the other bundles.
+	DefaultResponseTimeout = 30 * time.Second
 	DefaultMaxBytes = int64(2 << 30) // 2 GiB
 	DefaultMaxFiles = 200_000
 )
@@ -35,6 +39,10 @@ type Config struct {
 	Limits Limits
 	// Timeout bounds one Unpack, network included (default DefaultTimeout).
 	Timeout time.Duration
+	// ResponseTimeout bounds the wait for the response headers of each request to a registry, HTTP
+	// source or git server (default DefaultResponseTimeout); it is set on Transport unless Transport
+	// sets ResponseHeaderTimeout itself.
+	ResponseTimeout time.Duration
 	// Transport is the base of every HTTP connection to registries, HTTP sources and git over
 	// http(s); each source's TLS settings are applied to a clone. Default: a clone of
 	// http.DefaultTransport.
@@ -108,6 +116,13 @@ func New(cfg Config) (*DiskUnpacker, error) {
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if cfg.ResponseTimeout <= 0 {
+		cfg.ResponseTimeout = DefaultResponseTimeout
+	}
+	if cfg.Transport.ResponseHeaderTimeout == 0 {
+		cfg.Transport = cfg.Transport.Clone()
+		cfg.Transport.ResponseHeaderTimeout = cfg.ResponseTimeout
 	}
 	if cfg.ClientTLS != nil {
 		cfg.Transport = cfg.Transport.Clone()
