@@ -17,13 +17,13 @@ import (
 
 // Defaults of Config and Limits.
 const (
-	DefaultTimeout  = 5 * time.Minute
+	DefaultTimeout = 5 * time.Minute
 	// DefaultResponseTimeout bounds the wait for a server's answer to each request (its response
 	// headers; the body may take longer): a registry that accepts connections and never answers is
 	// reported after it, not after Timeout, and frees its worker for the other bundles.
 	DefaultResponseTimeout = 30 * time.Second
-	DefaultMaxBytes = int64(2 << 30) // 2 GiB
-	DefaultMaxFiles = 200_000
+	DefaultMaxBytes        = int64(2 << 30) // 2 GiB
+	DefaultMaxFiles        = 200_000
 )
 
 // Config configures New.

@@ -28,14 +28,14 @@ import (
 // controller-runtime (/tmp/k8s-webhook-server/serving-certs, tls.crt/tls.key) and
 // apiserver-based operators (/apiserver.local.config/certificates, apiserver.crt/apiserver.key) read.
 const (
-	webhookCertVolume     = "rukpak-webhook-cert"
-	webhookCertPath       = "/tmp/k8s-webhook-server/serving-certs"
-	apiserviceCertVolume  = "rukpak-apiservice-cert"
-	olmv0WebhookCertVol   = "webhook-cert"
-	olmv0APIServiceVol    = "apiservice-cert"
+	webhookCertVolume    = "rukpak-webhook-cert"
+	webhookCertPath      = "/tmp/k8s-webhook-server/serving-certs"
+	apiserviceCertVolume = "rukpak-apiservice-cert"
+	olmv0WebhookCertVol  = "webhook-cert"
+	olmv0APIServiceVol   = "apiservice-cert"
 	// OLMCAHashAnnotation is the pod template annotation in which OLM v0 records the hash of the CA
 	// of a webhook Deployment's serving certificate (kept with spec.config.olmv0.caHash).
-	OLMCAHashAnnotation = "olmcahash"
+	OLMCAHashAnnotation   = "olmcahash"
 	apiserviceCertPath    = "/apiserver.local.config/certificates"
 	defaultWebhookPort    = int32(443)
 	webhookServiceSuffix  = "service"
