@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,15 +27,22 @@ import (
 // copies of each with every package renamed per copy, about the size of OpenShift's default
 // catalogs; built by the benchmark from the real test data).
 //
-// In the same loop, alternately, it runs operator-registry's declcfg.LoadFS + declcfg.ConvertToModel
-// (the reference) on the same directory, so that both see the same machine load, and reports the
-// ratios of wall time and of CPU time (user + system of the process, GC included).
+// In the same loop, alternately, it runs two references on the same directory, so that all three
+// see the same machine load, and reports the ratios of wall time and of CPU time (user + system of
+// the process, GC included) of the store path to each:
+//
+//   - declcfg: operator-registry's declcfg.LoadFS + declcfg.ConvertToModel, what operator-registry
+//     does to read and check a catalog (wall-ratio, cpu-ratio);
+//   - walkmetas: declcfg.WalkMetasFS writing every blob to a file, the work of upstream catalogd's
+//     LocalDir store (no validation, no canonical form, no index, no sync; walkmetas-wall-ratio,
+//     walkmetas-cpu-ratio).
 //
 // Peak RSS is measured in child processes (the test binary started again, doing the work once, then
 // printing its VmHWM): a process's peak resident set is a high-water mark that cannot be reset, so
 // measuring inside the benchmark process would report whatever ran before. store-peak-RSS-MiB
-// is the child running the store path, declcfg-peak-RSS-MiB the child running the reference, and
-// idle-RSS-MiB a child that only starts (the test binary's own floor).
+// is the child running the store path, declcfg-peak-RSS-MiB and walkmetas-peak-RSS-MiB the children
+// running the references, and idle-RSS-MiB a child that only starts (the test binary's own floor,
+// mostly its code: every figure includes it).
 func BenchmarkCatalogStoreScale(b *testing.B) {
 	small := communityDir(b)
 	b.Run("15MB", func(b *testing.B) { benchStoreScale(b, small) })
@@ -45,13 +53,14 @@ func benchStoreScale(b *testing.B, dir string) {
 	idle := childPeakRSS(b, "idle", dir)
 	store := childPeakRSS(b, "store", dir)
 	ref := childPeakRSS(b, "declcfg", dir)
+	walk := childPeakRSS(b, "walkmetas", dir)
 	s, err := New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	root := os.DirFS(dir)
 	var size int64
-	var oursWall, refWall, oursCPU, refCPU time.Duration
+	var oursWall, refWall, walkWall, oursCPU, refCPU, walkCPU time.Duration
 	i := 0
 	for b.Loop() {
 		fbc.ForgetValidatedPackages()
@@ -76,6 +85,13 @@ func benchStoreScale(b *testing.B, dir string) {
 			b.Fatal(err)
 		}
 		refWall, refCPU = refWall+time.Since(start), refCPU+processCPU()-cpu
+
+		runtime.GC()
+		start, cpu = time.Now(), processCPU()
+		if err := walkMetasToFile(root, b.TempDir()); err != nil {
+			b.Fatal(err)
+		}
+		walkWall, walkCPU = walkWall+time.Since(start), walkCPU+processCPU()-cpu
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(size)/(1<<20), "canonical-MiB")
@@ -83,9 +99,13 @@ func benchStoreScale(b *testing.B, dir string) {
 	b.ReportMetric(refWall.Seconds()*1000/n, "declcfg-ms/op")
 	b.ReportMetric(float64(oursWall)/float64(refWall), "wall-ratio")
 	b.ReportMetric(float64(oursCPU)/float64(refCPU), "cpu-ratio")
+	b.ReportMetric(walkWall.Seconds()*1000/n, "walkmetas-ms/op")
+	b.ReportMetric(float64(oursWall)/float64(walkWall), "walkmetas-wall-ratio")
+	b.ReportMetric(float64(oursCPU)/float64(walkCPU), "walkmetas-cpu-ratio")
 	b.ReportMetric(idle, "idle-RSS-MiB")
 	b.ReportMetric(store, "store-peak-RSS-MiB")
 	b.ReportMetric(ref, "declcfg-peak-RSS-MiB")
+	b.ReportMetric(walk, "walkmetas-peak-RSS-MiB")
 }
 
 // declcfgLoadAndConvert is the reference: what operator-registry does to read and check a catalog.
@@ -96,6 +116,34 @@ func declcfgLoadAndConvert(root fs.FS) error {
 	}
 	_, err = declcfg.ConvertToModel(*cfg)
 	return err
+}
+
+// walkMetasToFile is the second reference: every blob of the catalog under root, as
+// declcfg.WalkMetasFS produces it, appended to a file of dir, which is then renamed to all.json —
+// the work upstream catalogd's LocalDir storage does to store a catalog.
+func walkMetasToFile(root fs.FS, dir string) error {
+	f, err := os.CreateTemp(dir, "walkmetas-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	var mu sync.Mutex // WalkMetasFS calls the function from several goroutines
+	err = declcfg.WalkMetasFS(context.Background(), root, func(_ string, m *declcfg.Meta, err error) error {
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		_, err = f.Write(m.Blob)
+		return err
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, "all.json"))
 }
 
 // processCPU is the user + system CPU time of this process so far.
@@ -157,6 +205,10 @@ func TestCatalogStoreScaleChild(t *testing.T) {
 		cat.Close()
 	case "declcfg":
 		if err := declcfgLoadAndConvert(os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+	case "walkmetas":
+		if err := walkMetasToFile(os.DirFS(dir), t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
 	default:
