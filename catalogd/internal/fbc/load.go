@@ -19,19 +19,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
-	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/operator-framework/operator-registry/alpha/model"
-	"github.com/operator-framework/operator-registry/alpha/property"
-	"golang.org/x/sync/errgroup"
 )
 
 // Meta is one FBC blob in canonical form.
@@ -189,166 +182,6 @@ func (f *fileNames) index(path string) int32 {
 	f.names = append(f.names, path)
 	return int32(len(f.names) - 1)
 }
-
-// validate converts the catalog into operator-registry's model and validates it, one package at a
-// time on every CPU: packages are independent in the model, and conversion and validation (which
-// parse every bundle property) cost as much as reading the files. Only the blobs of the packages
-// being validated are in memory.
-//
-// A package whose canonical blobs were validated before (same key, see validcache.go) is not
-// decoded nor validated again. A blob that cannot be decoded into its schema's type is reported
-// before any invalid package, naming its file, as the walk would; then the first invalid package in
-// name order, so the message does not depend on timing.
-func validate(ctx context.Context, sp *spill, files []string) error {
-	byPkg := map[string][]int{}
-	for i, e := range sp.entries {
-		pkg, ok := validationPackage(e.Schema, e.Package, e.Name)
-		if ok {
-			byPkg[pkg] = append(byPkg[pkg], i)
-		}
-	}
-	names := slices.Sorted(maps.Keys(byPkg))
-	decodeErrs := make([]error, len(names))
-	errs := make([]error, len(names))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, name := range names {
-		g.Go(func() error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			blobs, err := sp.readAll(byPkg[name])
-			if err != nil {
-				return err
-			}
-			key := packageKey(name, func(yield func(schema string, blob []byte) bool) {
-				for j, idx := range byPkg[name] {
-					if !yield(sp.entries[idx].Schema, blobs[j]) {
-						return
-					}
-				}
-			})
-			if validPackages.has(key) {
-				return nil
-			}
-			var pkg declcfg.DeclarativeConfig
-			for j, idx := range byPkg[name] {
-				if err := decodeInto(&pkg, sp.entries[idx], blobs[j]); err != nil {
-					decodeErrs[i] = &InvalidError{fmt.Errorf("file %q: %s: %w", files[sp.entries[idx].file], describeEntry(sp.entries[idx]), err)}
-					return nil
-				}
-			}
-			blobs = nil
-			for j := range pkg.Bundles {
-				if pkg.Bundles[j], err = parseHeavyProperties(pkg.Bundles[j]); err != nil {
-					break
-				}
-			}
-			var m model.Model
-			if err == nil {
-				m, err = declcfg.ConvertToModel(pkg)
-			}
-			if err == nil {
-				err = m.Validate()
-			}
-			if err == nil {
-				validPackages.add(key)
-			}
-			errs[i] = err
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for _, err := range decodeErrs {
-		if err != nil {
-			return err
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return &InvalidError{err}
-		}
-	}
-	return nil
-}
-
-// validationPackage is the package whose validation reads a blob: its own name for olm.package,
-// its package for the other core schemas; ok is false for other schemas.
-func validationPackage(schema, pkg, name string) (string, bool) {
-	switch schema {
-	case declcfg.SchemaPackage:
-		return name, true
-	case declcfg.SchemaChannel, declcfg.SchemaBundle, declcfg.SchemaDeprecation:
-		return pkg, true
-	}
-	return "", false
-}
-
-// decodeInto decodes a core-schema blob into its typed form and adds it to cfg.
-func decodeInto(cfg *declcfg.DeclarativeConfig, e spillEntry, blob []byte) error {
-	switch e.Schema {
-	case declcfg.SchemaPackage:
-		var p declcfg.Package
-		if err := json.Unmarshal(blob, &p); err != nil {
-			return err
-		}
-		cfg.Packages = append(cfg.Packages, p)
-	case declcfg.SchemaChannel:
-		var c declcfg.Channel
-		if err := json.Unmarshal(blob, &c); err != nil {
-			return err
-		}
-		cfg.Channels = append(cfg.Channels, c)
-	case declcfg.SchemaBundle:
-		var b declcfg.Bundle
-		if err := json.Unmarshal(blob, &b); err != nil {
-			return err
-		}
-		cfg.Bundles = append(cfg.Bundles, b)
-	case declcfg.SchemaDeprecation:
-		var d declcfg.Deprecation
-		if err := json.Unmarshal(blob, &d); err != nil {
-			return err
-		}
-		cfg.Deprecations = append(cfg.Deprecations, d)
-	}
-	return nil
-}
-
-// heavyProperties are the bundle properties that carry whole manifests (a CSV's metadata, base64
-// objects). The model conversion parses every property twice and encodes them once more.
-var heavyProperties = map[string]bool{property.TypeCSVMetadata: true, property.TypeBundleObject: true}
-
-// parseHeavyProperties parses b's heavy properties once, as property.Parse would, and returns a
-// copy of b whose heavy property values are the empty object, which parse and encode for nothing
-// and which nothing in the model's validation looks into.
-func parseHeavyProperties(b declcfg.Bundle) (declcfg.Bundle, error) {
-	heavy := slices.IndexFunc(b.Properties, func(p property.Property) bool { return heavyProperties[p.Type] })
-	if heavy < 0 {
-		return b, nil
-	}
-	props := slices.Clone(b.Properties)
-	for i, p := range props {
-		if !heavyProperties[p.Type] {
-			continue
-		}
-		if _, err := property.Parse([]property.Property{p}); err != nil {
-			var pe property.ParseError
-			if errors.As(err, &pe) {
-				pe.Idx = i
-				err = pe
-			}
-			return b, fmt.Errorf("parse properties for bundle %q: %v", b.Name, err)
-		}
-		props[i].Value = emptyObject
-	}
-	b.Properties = props
-	return b, nil
-}
-
-var emptyObject = json.RawMessage(`{}`)
 
 var newline = []byte{'\n'}
 

@@ -86,19 +86,6 @@ func (s *spill) read(e spillEntry) ([]byte, error) {
 	return b, nil
 }
 
-// readAll reads the blobs of the given entries.
-func (s *spill) readAll(idx []int) ([][]byte, error) {
-	out := make([][]byte, len(idx))
-	for i, j := range idx {
-		b, err := s.read(s.entries[j])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = b
-	}
-	return out, nil
-}
-
 // catalog sorts the entries canonically (by schema, package, name, then content: the blobs are read
 // back only for runs of entries with the same schema, package and name) and returns the catalog
 // over them, without its hash.
