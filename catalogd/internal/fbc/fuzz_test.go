@@ -114,6 +114,7 @@ func fuzzCollect(walk func(context.Context, fs.FS, func(string, *declcfg.Meta, e
 		if err != nil {
 			return err
 		}
+		cm.Blob = slices.Clone(cm.Blob) // walkMetas's m.Blob is its buffer
 		mu.Lock()
 		metas = append(metas, cm)
 		mu.Unlock()

@@ -271,6 +271,7 @@ func TestLoadOrdersLikeTheSortedWalk(t *testing.T) {
 			return err
 		}
 		cm, err := canonicalize(m)
+		cm.Blob = slices.Clone(cm.Blob) // m.Blob is the walk's buffer
 		mu.Lock()
 		want = append(want, cm)
 		mu.Unlock()

@@ -22,7 +22,8 @@ import (
 // of tens of MB). A file whose first non-space character within its first 4096 bytes is '{' is a
 // stream of JSON values, each one a document; another file is YAML, cut at "---" lines.
 
-// walkFunc receives the blobs of a walk, or the error that ends a file (see walkMetas).
+// walkFunc receives the blobs of a walk, or the error that ends a file (see walkMetas). m.Blob is
+// the walk's buffer: it is valid only until walkFunc returns (copy what is kept).
 type walkFunc = func(path string, m *declcfg.Meta, err error) error
 
 // jsonSniffLen is how far the Kubernetes YAML-or-JSON decoder looks for a JSON stream's opening

@@ -40,7 +40,7 @@ func walkMetas(ctx context.Context, root fs.FS, fn walkFunc) error {
 		return err
 	}
 	workers := runtime.GOMAXPROCS(0)
-	docs := make(chan document, 4*workers)
+	docs := make(chan document, workers)
 	var first firstError
 	var g errgroup.Group
 	g.Go(func() error {
@@ -74,11 +74,12 @@ func walkMetas(ctx context.Context, root fs.FS, fn walkFunc) error {
 	})
 	for range workers {
 		g.Go(func() error {
+			var out []byte // the worker's buffer for canonical blobs
 			for doc := range docs {
 				if ctx.Err() != nil || first.before(doc.seq) {
 					continue
 				}
-				if err := doc.metas(root, fn); err != nil {
+				if err := doc.metas(root, &out, fn); err != nil {
 					first.set(doc.seq, err)
 				}
 			}
@@ -131,9 +132,12 @@ type document struct {
 	decoded bool
 }
 
-// metas parses the document and calls fn for each blob in it (root is the file's root: an error
-// in a JSON value is reported with its line, which takes reading the file again).
-func (d document) metas(root fs.FS, fn walkFunc) error {
+// metas parses the document and calls fn for each blob in it, encoded into *out (root is the
+// file's root: an error in a JSON value is reported with its line, which takes reading the file
+// again). It drops the document's text once parsed, so that a large document is not held twice
+// while it is encoded.
+func (d *document) metas(root fs.FS, out *[]byte, fn walkFunc) error {
+	size := len(d.data)
 	if d.json {
 		v := d.value
 		if !d.decoded {
@@ -141,31 +145,34 @@ func (d document) metas(root fs.FS, fn walkFunc) error {
 				return fn(d.path, nil, jsonError(root, d.path, d.end, err))
 			}
 		}
-		return d.emit(v, fn)
+		d.data, d.value = nil, nil
+		return d.emit(v, out, fn)
 	}
 	if err := checkAliases(d.data); err != nil {
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
 	}
 	var v any
-	if err := yaml.Unmarshal(d.data, &v); err != nil {
+	err := yaml.Unmarshal(d.data, &v)
+	d.data = nil
+	if err != nil {
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, fromGoYAMLError(err)))
 	}
 	if v == nil {
 		return nil
 	}
-	budget := expansionLimit(len(d.data))
-	v, err := jsonable(v, &budget)
+	budget := expansionLimit(size)
+	v, err = jsonable(v, &budget)
 	if errors.Is(err, errBudget) {
-		err = expandsTooMuch(len(d.data))
+		err = expandsTooMuch(size)
 	}
 	if err != nil {
 		return fn(d.path, nil, fmt.Errorf("YAML document starting at line %d: %w", d.line, err))
 	}
-	return d.emit(v, fn)
+	return d.emit(v, out, fn)
 }
 
 // where names the document in messages.
-func (d document) where() string {
+func (d *document) where() string {
 	if d.json {
 		return "JSON"
 	}
@@ -174,8 +181,9 @@ func (d document) where() string {
 
 var folder = cases.Fold()
 
-// emit encodes one decoded blob canonically and hands it to fn with its schema, package and name.
-func (d document) emit(v any, fn walkFunc) error {
+// emit encodes one decoded blob canonically into *out (the worker's buffer, kept for its next
+// blob) and hands it to fn with its schema, package and name.
+func (d *document) emit(v any, out *[]byte, fn walkFunc) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fn(d.path, nil, fmt.Errorf("%s: a blob must be an object, not %T", d.where(), v))
@@ -205,13 +213,18 @@ func (d document) emit(v any, fn walkFunc) error {
 		}
 		*dst = s
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
-		return fn(d.path, nil, fmt.Errorf("%s: %w", d.where(), err))
+	blob, ok := appendJSON((*out)[:0], obj)
+	*out = blob
+	if !ok {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(obj); err != nil {
+			return fn(d.path, nil, fmt.Errorf("%s: %w", d.where(), err))
+		}
+		blob = buf.Bytes()
 	}
-	m.Blob = buf.Bytes()
+	m.Blob = blob
 	return fn(d.path, m, nil)
 }
 

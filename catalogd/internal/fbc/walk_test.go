@@ -27,6 +27,7 @@ func (c *collector) add(path string, m *declcfg.Meta, err error) error {
 	if err != nil {
 		return err
 	}
+	cm.Blob = slices.Clone(cm.Blob) // m.Blob is the walk's buffer
 	c.mu.Lock()
 	c.metas = append(c.metas, cm)
 	c.mu.Unlock()
