@@ -17,9 +17,9 @@ import (
 //   - the pod template: OLM v0 mounts the serving Secret <deployment>-service-cert as volumes
 //     "apiservice-cert" (/apiserver.local.config/certificates) and "webhook-cert"
 //     (/tmp/k8s-webhook-server/serving-certs), replaces the template annotations by olmcahash, then
-//     adds the CSV's. The Operator gets spec.config.olmv0 (rukpak renders the same volumes in the same order, drops the bundle's own
-//     template annotations as OLM v0 did, and keeps olmcahash from olmv0.caHash), so the template,
-//     and the pods, stay;
+//     adds the CSV's. The Operator gets spec.config.olmv0: rukpak renders the same volumes in the
+//     same order, drops the bundle's own template annotations as OLM v0 did, and keeps olmcahash
+//     from olmv0.caHash, so the template, and the pods, stay;
 //   - the serving certificate: OLM v0 signed it with a CA of its own, which it does not keep; OLM v1
 //     adopts the Secret (same name) and writes a certificate signed by its CA. The kubelet refreshes
 //     the mounted files within its sync period, and a webhook server that reloads its certificate
