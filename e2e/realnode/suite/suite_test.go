@@ -6,6 +6,7 @@ package suite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -143,15 +144,20 @@ func upKind(ctx SpecContext, node string) {
 }
 
 // hostIPTables is this machine's own iptables rule set (iptables-save without the packet counters,
-// which traffic changes), or the error that reading it gave.
+// which traffic changes), or the error that reading it gave. The rules the Docker engine keeps for its
+// own networks and containers are left out: `make test` runs the kind tier beside this one, and kind's
+// node container (created, and deleted, while this suite runs) comes and goes with its DNAT, ACCEPT
+// and MASQUERADE rules; those are the engine's, not this harness's, and comparing them made the check
+// fail whenever the kind tier created or deleted its cluster between the two readings.
 func hostIPTables() string {
 	out, err := exec.Command("iptables-save").CombinedOutput()
 	if err != nil {
 		return "iptables-save: " + err.Error()
 	}
+	subnets := dockerSubnets()
 	var keep []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "#") {
+		if strings.HasPrefix(line, "#") || dockersRule(line, subnets) {
 			continue
 		}
 		keep = append(keep, counters.ReplaceAllString(line, ""))
@@ -159,16 +165,68 @@ func hostIPTables() string {
 	return strings.Join(keep, "\n")
 }
 
-var counters = regexp.MustCompile(`\[\d+:\d+\]`)
+var (
+	counters = regexp.MustCompile(`\[\d+:\d+\]`)
+	// dockerNames are the chains and bridge interfaces the Docker engine names in its rules.
+	dockerNames = regexp.MustCompile(`DOCKER|docker0|\bbr-[0-9a-f]{12}\b`)
+	addresses   = regexp.MustCompile(`(?:^|\s)(?:-s|-d|--to-destination)\s+([0-9.]+)`)
+)
 
-// dockerAnswers reports whether the machine's Docker engine answers its ping (false when there is none).
-func dockerAnswers() bool {
-	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+// dockersRule reports whether an iptables-save line is one of the Docker engine's: it names a Docker
+// chain or bridge, or its source or destination lies in a subnet of a Docker network.
+func dockersRule(line string, subnets []*net.IPNet) bool {
+	if dockerNames.MatchString(line) {
+		return true
+	}
+	for _, m := range addresses.FindAllStringSubmatch(line, -1) {
+		ip := net.ParseIP(strings.SplitN(m[1], "/", 2)[0])
+		for _, n := range subnets {
+			if ip != nil && n.Contains(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dockerSubnets are the IPv4 subnets of the Docker engine's networks (none when it does not answer).
+func dockerSubnets() []*net.IPNet {
+	resp, err := dockerClient().Get("http://docker/networks")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var networks []struct {
+		IPAM struct {
+			Config []struct{ Subnet string }
+		}
+	}
+	if json.NewDecoder(resp.Body).Decode(&networks) != nil {
+		return nil
+	}
+	var subnets []*net.IPNet
+	for _, n := range networks {
+		for _, c := range n.IPAM.Config {
+			if _, s, err := net.ParseCIDR(c.Subnet); err == nil {
+				subnets = append(subnets, s)
+			}
+		}
+	}
+	return subnets
+}
+
+// dockerClient talks to the machine's Docker engine on its socket.
+func dockerClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", "/var/run/docker.sock")
 		},
 	}}
-	resp, err := c.Get("http://docker/_ping")
+}
+
+// dockerAnswers reports whether the machine's Docker engine answers its ping (false when there is none).
+func dockerAnswers() bool {
+	resp, err := dockerClient().Get("http://docker/_ping")
 	if err != nil {
 		return false
 	}
