@@ -29,18 +29,8 @@ func BenchmarkOperatorControllerLargeCatalogs(b *testing.B) {
 	setup(b)
 	serveCatalogs(b, 5)
 	ctx := context.Background()
-	rukpak, oc := olm.env.Controller("rukpak"), olm.env.Controller("operator-controller")
-	if rukpak == nil || oc == nil {
-		b.Fatal("rukpak or operator-controller is not running")
-	}
-	if err := rukpak.Kill(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := rukpak.EnsureRunning(ctx, 2*time.Minute); err != nil {
-			b.Errorf("restarting rukpak: %v", err)
-		}
-	}()
+	oc, restartRukpak := stopRukpak(ctx, b)
+	defer restartRukpak()
 	for i := 0; i < b.N; i++ {
 		// A fresh operator-controller: its peak RSS is this round's.
 		if err := oc.KillAndRestart(ctx, 2*time.Minute); err != nil {

@@ -29,6 +29,11 @@ func LargeCatalog(root, dst string) error {
 	return nil
 }
 
+// RenamedCopy writes every package directory of src (a catalog laid out one directory per
+// package) under dst with suffix appended to every package name and every reference to one, as
+// LargeCatalog does to each of its copies: BenchmarkFourCatalogs builds its catalogs with it.
+func RenamedCopy(src, dst, suffix string) error { return copyRenamed(src, dst, suffix) }
+
 // copyRenamed writes every package directory of src under dst, renaming the package (and every
 // reference to it and to the other packages of src) with suffix.
 func copyRenamed(src, dst, suffix string) error {
