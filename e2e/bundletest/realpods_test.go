@@ -66,6 +66,8 @@ func TestWebhookUnreachable(t *testing.T) {
 	for msg, want := range map[string]bool{
 		`Internal error occurred: failed calling webhook "vwidget.widgets.olmv1.io": failed to call webhook: Post "https://widget-operator.widgets.svc:443/validate?timeout=10s": dial tcp 10.96.158.67:443: connect: connection refused`: true,
 		`Internal error occurred: failed calling webhook "m.x": failed to call webhook: Post "https://s.ns.svc:443/m": dial tcp 10.96.0.9:443: connect: no route to host`:                                                                 true,
+		`Internal error occurred: failed calling webhook "m.x": failed to call webhook: Post "https://s.ns.svc:443/m?timeout=10s": dial tcp 10.96.0.9:443: i/o timeout`:                                                                   true,
+		`Internal error occurred: failed calling webhook "m.x": failed to call webhook: Post "https://s.ns.svc:443/m?timeout=10s": context deadline exceeded`:                                                                             false,
 		`admission webhook "vwidget.widgets.olmv1.io" denied the request: spec.size must be even`:                                                                                                                                         false,
 		`Widget.widgets.olmv1.io "small" is invalid: spec.size: Invalid value: 1`:                                                                                                                                                         false,
 		`dial tcp 127.0.0.1:6443: connect: connection refused`:                                                                                                                                                                            false,

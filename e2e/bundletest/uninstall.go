@@ -60,8 +60,10 @@ func (t *tester) createExample(ctx context.Context, ex *unstructured.Unstructure
 
 // webhookRouteWait bounds how long a create waits for the Service route to a webhook whose endpoint
 // is already ready: kube-proxy programs a new ClusterIP a moment after the endpoint turns ready, and
-// until then kube-apiserver's call is refused.
-const webhookRouteWait = 15 * time.Second
+// until then kube-apiserver's call is refused (or, with the packets dropped, its dial times out). A
+// moment is a few seconds on an idle machine; on a loaded one (a CI run with two clusters on two
+// cores) kube-proxy's sync can take much longer, hence a minute.
+const webhookRouteWait = time.Minute
 
 // createThroughWebhooks creates u, and retries, for at most webhookRouteWait, only while
 // kube-apiserver cannot connect to one of the operator's webhooks (its pod already ready): that is the
@@ -87,10 +89,15 @@ func (t *tester) createThroughWebhooks(ctx context.Context, u *unstructured.Unst
 	}
 }
 
-// webhookUnreachable reports whether err is kube-apiserver failing to reach a webhook's Service.
+// webhookUnreachable reports whether err is kube-apiserver failing to reach a webhook's Service: its
+// connection refused, without a route, or its dial timed out (an answer, even a slow one, is not).
 func webhookUnreachable(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "failed calling webhook") && (strings.Contains(msg, "connection refused") || strings.Contains(msg, "no route to host"))
+	if !strings.Contains(msg, "failed calling webhook") {
+		return false
+	}
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "no route to host") ||
+		(strings.Contains(msg, "dial tcp") && strings.Contains(msg, "i/o timeout"))
 }
 
 // deleteExample deletes the example u and waits until it is gone.
