@@ -109,6 +109,9 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		}
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, se.Reason, msg)
 		r.setHistory(bd)
+	case !installed && se != nil && se.Reason == rukpakv1alpha1.ReasonUnpackPending:
+		// The unpack waits its turn (source.KindPending): say why where the Operator reads it.
+		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked: "+se.Error())
 	case !installed:
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked and rendered")
 	}

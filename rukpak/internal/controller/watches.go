@@ -156,6 +156,11 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := c.Watch(source.Channel(r.resync, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
+	if ready := r.hostReadyEvents(); ready != nil {
+		if err := c.Watch(source.Channel(ready, &handler.EnqueueRequestForObject{})); err != nil {
+			return err
+		}
+	}
 	if err := r.watchReleaseRecords(mgr, c); err != nil {
 		return err
 	}

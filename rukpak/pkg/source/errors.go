@@ -74,6 +74,9 @@ type Error struct {
 	Message string
 	// Err is the underlying error, if any.
 	Err error
+	// unanswered: a server accepted the request and did not answer in time (a response or unpack
+	// timeout), for HostLimits.
+	unanswered bool
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -189,5 +192,7 @@ func timeoutError(ctx context.Context, err error, timeout time.Duration, what, f
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return newError(KindUnreachable, err, "fetching %s was canceled", what)
 	}
-	return newError(KindUnreachable, err, "fetching %s timed out after %s (is the server reachable and answering? check %s)", what, timeout, field)
+	e := newError(KindUnreachable, err, "fetching %s timed out after %s (is the server reachable and answering? check %s)", what, timeout, field)
+	e.unanswered = true
+	return e
 }

@@ -139,7 +139,15 @@ func (u *DiskUnpacker) unpackImageFrom(ctx context.Context, key string, spec ruk
 	var tr *http.Transport
 	s.opts, tr = u.remoteOptions(ctx, keychain, insecure, s.retryAfter)
 	defer tr.CloseIdleConnections()
+	return u.limitHost(ctx, key, s, func() (*Result, error) {
+		return u.fetchImage(ctx, key, spec, orig, s, policies, imageDir, opts)
+	})
+}
 
+// fetchImage resolves, verifies and pulls the image of s, or finds its content in the cache.
+func (u *DiskUnpacker) fetchImage(ctx context.Context, key string, spec rukpakv1alpha1.ImageSource, orig name.Reference, s *imageSource,
+	policies []imagePolicy, imageDir string, opts Options) (*Result, error) {
+	ref := s.ref
 	digest, err := s.resolve(ctx)
 	if err != nil {
 		return nil, err
@@ -484,8 +492,10 @@ func (s *imageSource) classify(ctx context.Context, err error) *Error {
 	if strings.Contains(msg, "timeout awaiting response headers") {
 		// Before the TLS and plain-HTTP cases: probing https and then http, the client may have
 		// met both a plain-HTTP answer and the hang.
-		return newError(KindUnreachable, err, "registry %s accepted the connection for %s but did not answer within %s (is it hung or overloaded? check %s); %s",
+		e := newError(KindUnreachable, err, "registry %s accepted the connection for %s but did not answer within %s (is it hung or overloaded? check %s); %s",
 			registry, s.what, s.responseTimeout, imageRefField, retryLater(0))
+		e.unanswered = true
+		return e
 	}
 	switch {
 	case strings.Contains(msg, "unsupported MediaType"):

@@ -64,6 +64,9 @@ type Config struct {
 	// keys every image must be signed with, whatever its spec says; sources that are not images
 	// are refused.
 	RequireSignaturesSecret string
+	// HostLimits bound the image pulls in flight to a registry host that has not proven itself
+	// (hostlimit.go). The zero value sets no limit.
+	HostLimits HostLimits
 }
 
 // Limits bound one Unpack, so that a hostile or broken source cannot fill the disk: an archive
@@ -100,6 +103,8 @@ func (l Limits) withDefaults() Limits {
 type DiskUnpacker struct {
 	cfg   Config
 	cache *cache
+	// hosts limits the pulls per registry host (nil without Config.HostLimits).
+	hosts *hostLimiter
 }
 
 var _ Unpacker = (*DiskUnpacker)(nil)
@@ -142,7 +147,11 @@ func New(cfg Config) (*DiskUnpacker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source.New: opening cache directory %s: %w", cfg.CacheDir, err)
 	}
-	return &DiskUnpacker{cfg: cfg, cache: c}, nil
+	u := &DiskUnpacker{cfg: cfg, cache: c}
+	if cfg.HostLimits.Unproven > 0 {
+		u.hosts = newHostLimiter(cfg.HostLimits)
+	}
+	return u, nil
 }
 
 // Unpack implements Unpacker. Errors are *Error values.
@@ -204,6 +213,9 @@ func missingMember(member string, t rukpakv1alpha1.SourceType) *Error {
 
 // Cleanup implements Unpacker: it removes key's content, and image content no other key uses.
 func (u *DiskUnpacker) Cleanup(_ context.Context, key string) error {
+	if u.hosts != nil {
+		u.hosts.forget(key)
+	}
 	unlock := u.cache.keyLocks.lock(key)
 	defer unlock()
 	return u.cache.remove(key)
