@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -22,7 +23,7 @@ func LargeCatalog(root, dst string) error {
 		{"community-v4.16", "-a1"}, {"community-v4.16", "-a2"},
 		{"community-v4.20", "-b1"}, {"community-v4.20", "-b2"},
 	} {
-		if err := copyRenamed(filepath.Join(root, "catalogs", c.src), dst, c.suffix); err != nil {
+		if err := copyRenamed(filepath.Join(root, "catalogs", c.src), dst, c.suffix, false); err != nil {
 			return err
 		}
 	}
@@ -31,12 +32,17 @@ func LargeCatalog(root, dst string) error {
 
 // RenamedCopy writes every package directory of src (a catalog laid out one directory per
 // package) under dst with suffix appended to every package name and every reference to one, as
-// LargeCatalog does to each of its copies: BenchmarkFourCatalogs builds its catalogs with it.
-func RenamedCopy(src, dst, suffix string) error { return copyRenamed(src, dst, suffix) }
+// LargeCatalog does to each of its copies. With renameAPIs, the group of every API a bundle
+// provides or requires (olm.gvk, olm.gvk.required) is also prefixed with the suffix ("-c0":
+// "example.com" becomes "c0.example.com"), so that the packages of several copies can be resolved
+// together (only one bundle may provide an API). BenchmarkFourCatalogs builds its catalogs with it.
+func RenamedCopy(src, dst, suffix string, renameAPIs bool) error {
+	return copyRenamed(src, dst, suffix, renameAPIs)
+}
 
 // copyRenamed writes every package directory of src under dst, renaming the package (and every
 // reference to it and to the other packages of src) with suffix.
-func copyRenamed(src, dst, suffix string) error {
+func copyRenamed(src, dst, suffix string, renameAPIs bool) error {
 	dirs, err := os.ReadDir(src)
 	if err != nil {
 		return err
@@ -49,7 +55,7 @@ func copyRenamed(src, dst, suffix string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Name(), err)
 		}
-		if err := renamePackages(cfg, suffix); err != nil {
+		if err := renamePackages(cfg, suffix, renameAPIs); err != nil {
 			return fmt.Errorf("%s: %w", d.Name(), err)
 		}
 		if err := writeYAML(cfg, filepath.Join(dst, d.Name()+suffix)); err != nil {
@@ -74,7 +80,8 @@ func writeYAML(cfg *declcfg.DeclarativeConfig, dir string) error {
 	return f.Close()
 }
 
-func renamePackages(cfg *declcfg.DeclarativeConfig, suffix string) error {
+func renamePackages(cfg *declcfg.DeclarativeConfig, suffix string, renameAPIs bool) error {
+	apiPrefix := strings.TrimPrefix(suffix, "-") + "."
 	for i := range cfg.Packages {
 		cfg.Packages[i].Name += suffix
 	}
@@ -88,15 +95,21 @@ func renamePackages(cfg *declcfg.DeclarativeConfig, suffix string) error {
 		b := &cfg.Bundles[i]
 		b.Package += suffix
 		for j, p := range b.Properties {
-			if p.Type != property.TypePackage && p.Type != property.TypePackageRequired {
+			field, value := "", func(s string) string { return s + suffix }
+			switch {
+			case p.Type == property.TypePackage || p.Type == property.TypePackageRequired:
+				field = "packageName"
+			case renameAPIs && (p.Type == property.TypeGVK || p.Type == property.TypeGVKRequired):
+				field, value = "group", func(s string) string { return strings.TrimSuffix(apiPrefix+s, ".") }
+			default:
 				continue
 			}
 			var v map[string]any
 			if err := json.Unmarshal(p.Value, &v); err != nil {
 				return err
 			}
-			if name, ok := v["packageName"].(string); ok {
-				v["packageName"] = name + suffix
+			if s, ok := v[field].(string); ok {
+				v[field] = value(s)
 			}
 			raw, err := json.Marshal(v)
 			if err != nil {
