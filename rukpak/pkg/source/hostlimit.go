@@ -132,9 +132,11 @@ func (h *hostLimiter) retryFor(s *hostState) time.Duration {
 }
 
 // inLine returns the waiting keys that still ask (each asked again within its retry interval and
-// a grace period), oldest first; the others are forgotten.
+// a grace period), oldest first; the others are forgotten. The grace is generous: a key that asks
+// again late (its reconcile waited for a loaded API server) would lose its place, and one that
+// stopped asking without Cleanup (its source changed) keeps the slot idle for at most that long.
 func (h *hostLimiter) inLine(s *hostState, now time.Time) []string {
-	grace := h.retryFor(s) + 5*time.Second
+	grace := 2*h.retryFor(s) + 30*time.Second
 	var keys []string
 	for k, w := range s.waiting {
 		if now.Sub(w.last) > grace {

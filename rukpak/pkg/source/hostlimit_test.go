@@ -167,7 +167,7 @@ func TestHostLimiterStaleAndForgotten(t *testing.T) {
 	if _, err := h.acquire("h", "b", "x"); err == nil {
 		t.Fatal("b went before gone, which asked first")
 	}
-	*now = now.Add(DefaultUnprovenRetry + 6*time.Second)
+	*now = now.Add(2*DefaultUnprovenRetry + 31*time.Second)
 	if _, err := h.acquire("h", "b", "x"); err != nil {
 		t.Fatalf("b still waits for gone, which stopped asking: %v", err)
 	}
