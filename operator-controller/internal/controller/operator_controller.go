@@ -332,7 +332,7 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	if cluster != nil {
 		clusterKey = cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
 	}
-	if r.lastIdx != idx || r.lastCluster != clusterKey || !outcomesStillHold(r.lastReqs, reqs, r.lastOut) {
+	if r.lastIdx != idx || r.lastCluster != clusterKey || !outcomesStillHold(idx, r.lastReqs, reqs, r.lastOut) {
 		start := time.Now()
 		r.lastOut = operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: cluster})
 		if r.Metrics != nil {

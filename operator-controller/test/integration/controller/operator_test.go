@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,31 @@ func TestCatalogUpdateMovesBundleDeployment(t *testing.T) {
 	if op.Status.InstalledBundle.Version != "0.1.1" {
 		t.Errorf("installedBundle %+v", op.Status.InstalledBundle)
 	}
+}
+
+// TestCatalogUpdateUpgradesAlongAChain: after a catalog update the outcomes of one resolution are
+// reused while Operators move to the bundles it chose, unless the new bundle opens a next upgrade:
+// chain-op, at 0.1.0 when 0.1.1 (replaces 0.1.0) and 0.1.2 (replaces 0.1.1) appear, moves to
+// 0.1.1 and then on to 0.1.2; single-op, whose 0.1.1 has no successor, moves to it and stays.
+func TestCatalogUpdateUpgradesAlongAChain(t *testing.T) {
+	serveCatalog(t, "chain", "v1", packageFBC("chain", bundleFBC{version: "0.1.0"})+packageFBC("single", bundleFBC{version: "0.1.0"}), nil)
+	for _, name := range []string{"chain-op", "single-op"} {
+		createOperator(t, name, operatorsv1alpha1.OperatorSpec{PackageName: strings.TrimSuffix(name, "-op")})
+		waitForBDImage(t, name, image(strings.TrimSuffix(name, "-op"), "0.1.0"))
+		playRukpak(t, name, true, true)
+	}
+	serveCatalog(t, "chain", "v2",
+		packageFBC("chain", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.1.1", replaces: "0.1.0"}, bundleFBC{version: "0.1.2", replaces: "0.1.1"})+
+			packageFBC("single", bundleFBC{version: "0.1.0"}, bundleFBC{version: "0.1.1", replaces: "0.1.0"}), nil)
+	waitForBDImage(t, "single-op", image("single", "0.1.1"))
+	waitForBDImage(t, "chain-op", image("chain", "0.1.2"))
+	consistently(t, "single-op stays at 0.1.1", time.Second, func() error {
+		bd, err := getBD("single-op")
+		if err == nil && bd.Spec.Source.Image.Ref != image("single", "0.1.1") {
+			err = fmt.Errorf("BundleDeployment moved to %s", bd.Spec.Source.Image.Ref)
+		}
+		return err
+	})
 }
 
 func TestResolutionFailureKeepsInstalledBundle(t *testing.T) {
