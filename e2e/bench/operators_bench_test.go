@@ -53,7 +53,8 @@ const idleWindow = 30 * time.Second
 //	s-to-all-removed          deleting every Operator → no Operator or BundleDeployment left
 //
 // With $OLMV1_BENCH_PROFILE_DIR set, it writes CPU profiles of rukpak and operator-controller over
-// the install ($OLMV1_BENCH_PROFILE_SECONDS, default 30) and heap profiles once installed.
+// the install and over the upgrade ($OLMV1_BENCH_PROFILE_SECONDS each, default 30), and heap
+// profiles once installed and once upgraded.
 func BenchmarkOperatorsInstall(b *testing.B) {
 	b.StopTimer() // ns/op is the time to install the Operators only: not starting the environment
 	startOLM(b)
@@ -140,6 +141,9 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// One catalog update upgrades every package.
 	ocCPU0, rukpakCPU0 = oc.cpuSeconds(), rukpak.cpuSeconds()
 	req0, _ = readRequestCounts(ctx)
+	// VmHWM so far (install and idle window): the table's peak also covers the upgrade and removal.
+	fmt.Printf("peak RSS before the upgrade (MiB): operator-controller %.0f, rukpak %.0f\n", oc.peakRSSMB(), rukpak.peakRSSMB())
+	prof = startCPUProfiles(fmt.Sprintf("upgrade-%d", fx.n), seconds)
 	start = time.Now()
 	patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, fx.catalogRef(1))
 	if _, err := olm.dc.Resource(catalogGVR).Patch(ctx, catalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -154,6 +158,8 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	req1, _ = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0
+	heapProfiles(fmt.Sprintf("upgraded-%d", fx.n))
+	<-prof.done
 
 	ocCPU0, rukpakCPU0 = oc.cpuSeconds(), rukpak.cpuSeconds()
 	req0, _ = readRequestCounts(ctx)
