@@ -24,6 +24,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	"github.com/olmv1/olmv1/platform/boot"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/pkg/eventrecorder"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
@@ -111,13 +112,22 @@ func main() {
 				directBundles = &controller.DirectBundleReader{Unpacker: unpacker, Namespace: directNS,
 					ServesKind: controller.DiscoveryServesKind(controller.DiscoveryKinds(disc))}
 			}
+			// Events go through a client of their own at --kube-api-qps: the manager's recorder has
+			// client-go's 5 requests per second, and its backlog grew with every Operator.
+			recorder, stopEvents, err := eventrecorder.New(cfg, mgr.GetScheme(), "operator-controller")
+			if err != nil {
+				return err
+			}
+			if err := mgr.Add(stopEvents); err != nil {
+				return err
+			}
 			return (&controller.OperatorReconciler{
 				ClusterVersion: versions.Get,
 				Client:         cached,
 				APIReader:      direct,
 				Catalogs:       &catalogs.Cache{Reader: &catalogs.MetadataReader{Client: direct, PageSize: pageSize}, ReadWhole: readWhole},
 				Metrics:        controller.NewMetrics(crmetrics.Registry),
-				Recorder:       mgr.GetEventRecorder("operator-controller"),
+				Recorder:       recorder,
 
 				MaxConcurrentReconciles: workers,
 				NoOperatorConditions:    ocErr != nil,

@@ -32,6 +32,7 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/helm"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/kustomize"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
+	"github.com/olmv1/olmv1/rukpak/pkg/eventrecorder"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
@@ -129,6 +130,14 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// Events go through a client of their own at --kube-api-qps, not the manager's 5 requests per second.
+	recorder, stopEvents, err := eventrecorder.New(cfg, mgr.GetScheme(), "rukpak")
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(stopEvents); err != nil {
+		return err
+	}
 	r := &controller.BundleDeploymentReconciler{
 		Client:         mgr.GetClient(),
 		EndpointReader: direct,
@@ -151,7 +160,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		},
 		Preflight: preflight.CRDUpgradeSafety(direct),
 		Namespace: f.namespace,
-		Recorder:  mgr.GetEventRecorder("rukpak"),
+		Recorder:  recorder,
 	}
 	r.Client, r.MaxConcurrentReconciles = cached, f.maxConcurrentReconciles
 	// helm valuesFrom Secrets and ConfigMaps: watched one by one by name, metadata only.
@@ -161,7 +170,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	r.ValuesWatch = controller.NewValuesWatch(md)
 	r.Metrics = controller.NewMetrics(crmetrics.Registry)
-	f.webhooks.recorder, f.webhooks.log = mgr.GetEventRecorder("rukpak"), mgr.GetLogger().WithName("webhook-ca")
+	f.webhooks.recorder, f.webhooks.log = recorder, mgr.GetLogger().WithName("webhook-ca")
 	if r.Renderers[rukpakv1alpha1.ProvisionerRegistry], err = f.webhooks.registryRenderer(ctx, cs, f.namespace); err != nil {
 		return err
 	}
