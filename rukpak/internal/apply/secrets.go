@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -310,6 +311,14 @@ func (d *ChunkedSecrets) decodeSecret(s *corev1.Secret) (*release.Release, error
 	return r, nil
 }
 
+// gzipWriters are reused gzip writers at BestCompression: a new one allocates about 800 KB of
+// compressor state, and every revision write (pending, deployed, healthy, superseded) encodes a
+// release, 1.7 GB of allocations for 300 installs and upgrades.
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestCompression) // a valid level: no error
+	return w
+}}
+
 // encodeRelease is Helm's encoding: base64 of gzipped JSON.
 func encodeRelease(rls *release.Release) (string, error) {
 	j, err := json.Marshal(rls)
@@ -317,10 +326,9 @@ func encodeRelease(rls *release.Release) (string, error) {
 		return "", err
 	}
 	var b bytes.Buffer
-	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	if err != nil {
-		return "", err
-	}
+	w := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(w)
+	w.Reset(&b)
 	if _, err := w.Write(j); err != nil {
 		return "", err
 	}
