@@ -141,6 +141,11 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// One catalog update upgrades every package.
 	ocCPU0, rukpakCPU0 = oc.cpuSeconds(), rukpak.cpuSeconds()
 	req0, _ = readRequestCounts(ctx)
+	// A rolling update runs each Deployment's new pod beside its old one: with room for only n pods
+	// (plus 50) the rollouts of the upgrade waited on "Too many pods", not on OLM.
+	if err := ensurePodCapacity(ctx, 2*fx.n); err != nil {
+		b.Fatal(err)
+	}
 	// VmHWM so far (install and idle window): the table's peak also covers the upgrade and removal.
 	fmt.Printf("peak RSS before the upgrade (MiB): operator-controller %.0f, rukpak %.0f\n", oc.peakRSSMB(), rukpak.peakRSSMB())
 	prof = startCPUProfiles(fmt.Sprintf("upgrade-%d", fx.n), seconds)
