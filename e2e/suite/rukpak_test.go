@@ -142,19 +142,31 @@ var _ = Describe("rukpak BundleDeployments", Label("rukpak"), Ordered, func() {
 		bdExpectNothingLeft(ctx, c, name, ns)
 		// CRD removal is asynchronous: the API server first deletes every custom resource of it, and
 		// its CRD finalizer retries with a growing back-off when the CRD's storage was (re)initializing
-		// (an upgrade just changed it): wait for every strimzi CRD, so that no later spec installing
-		// strimzi (chaos) meets one still owned by this BundleDeployment.
-		Eventually(func(g Gomega) {
+		// (an upgrade just changed it). rukpak's part is the deletion: every strimzi CRD gone or being
+		// deleted. Then wait for every one to be gone, so that no later spec installing strimzi (chaos)
+		// meets one still owned by this BundleDeployment: on a loaded machine (a CI run at load 20) the
+		// finalizer's back-off alone took 4 min 45 s after one "storage is (re)initializing", hence 10.
+		strimziCRDs := func(g Gomega) (left, notDeleting []string) {
 			crds := &apiextensionsv1.CustomResourceDefinitionList{}
 			g.Expect(c.List(ctx, crds)).To(Succeed())
-			var left []string
 			for _, d := range crds.Items {
 				if strings.HasSuffix(d.Name, ".strimzi.io") {
 					left = append(left, d.Name)
+					if d.DeletionTimestamp == nil {
+						notDeleting = append(notDeleting, d.Name)
+					}
 				}
 			}
-			g.Expect(left).To(BeEmpty(), "strimzi CRDs still there after the uninstall")
-		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+			return left, notDeleting
+		}
+		Eventually(func(g Gomega) {
+			_, notDeleting := strimziCRDs(g)
+			g.Expect(notDeleting).To(BeEmpty(), "strimzi CRDs not deleted by the uninstall")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			left, _ := strimziCRDs(g)
+			g.Expect(left).To(BeEmpty(), "strimzi CRDs deleted by the uninstall but still there (the API server's CRD finalizer has not finished)")
+		}).WithContext(ctx).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 })
 
