@@ -33,9 +33,8 @@ import (
 //     catalogd's default --max-concurrent-unpacks (the number catalogd logged is reported), and
 //     catalogd's CPU time meanwhile;
 //   - catalogd's RSS: peak (VmHWM of a catalogd restarted before the unpack) and settled (after
-//     fourSettle with nothing to do, or $OLMV1_BENCH_SETTLE, e.g. 150s: Go collects an idle
-//     process's garbage, and returns its freed pages, only after its 2-minute forced GC; sampled
-//     from /proc every 100 ms);
+//     fourSettle with nothing to do, or $OLMV1_BENCH_SETTLE, e.g. 150s to see past Go's 2-minute
+//     forced GC of an idle process; sampled from /proc every 100 ms);
 //   - `kubectl get catalogmetadata` of one package (a list through kube-apiserver with the field
 //     selector spec.catalog,spec.package) of a small package and of the largest one: p50/p99 over
 //     fourLists lists;
