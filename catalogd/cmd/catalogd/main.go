@@ -22,6 +22,7 @@ import (
 	"github.com/olmv1/olmv1/catalogd/internal/serve"
 	"github.com/olmv1/olmv1/catalogd/internal/storage"
 	"github.com/olmv1/olmv1/platform/boot"
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
 )
@@ -248,11 +249,19 @@ func (f *flags) setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := mgr.AddReadyzCheck("catalogs", syncer.ReadyCheck); err != nil {
 		return err
 	}
+	// Events go through a client of their own, as in every controller (conditionevents.NewRecorder).
+	recorder, stopEvents, err := conditionevents.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "catalogd")
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(stopEvents); err != nil {
+		return err
+	}
 	return (&controller.CatalogReconciler{
 		Client:               mgr.GetClient(),
 		Loader:               loader,
 		ContentBaseURL:       base,
-		Recorder:             mgr.GetEventRecorder("catalogd"),
+		Recorder:             recorder,
 		MaxConcurrentUnpacks: unpacks,
 	}).SetupWithManager(mgr)
 }

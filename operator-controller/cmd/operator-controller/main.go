@@ -23,8 +23,8 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	"github.com/olmv1/olmv1/platform/boot"
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/pkg/eventrecorder"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
 
@@ -114,7 +114,7 @@ func main() {
 			}
 			// Events go through a client of their own at --kube-api-qps: the manager's recorder has
 			// client-go's 5 requests per second, and its backlog grew with every Operator.
-			recorder, stopEvents, err := eventrecorder.New(cfg, mgr.GetScheme(), "operator-controller")
+			recorder, stopEvents, err := conditionevents.NewRecorder(cfg, mgr.GetScheme(), "operator-controller")
 			if err != nil {
 				return err
 			}

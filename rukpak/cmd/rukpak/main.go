@@ -24,6 +24,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/olmv1/olmv1/platform/boot"
+	"github.com/olmv1/olmv1/platform/conditionevents"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
@@ -32,7 +33,6 @@ import (
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/helm"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/kustomize"
 	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
-	"github.com/olmv1/olmv1/rukpak/pkg/eventrecorder"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/mirrors"
@@ -131,7 +131,7 @@ func (f *flags) setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	// Events go through a client of their own at --kube-api-qps, not the manager's 5 requests per second.
-	recorder, stopEvents, err := eventrecorder.New(cfg, mgr.GetScheme(), "rukpak")
+	recorder, stopEvents, err := conditionevents.NewRecorder(cfg, mgr.GetScheme(), "rukpak")
 	if err != nil {
 		return err
 	}

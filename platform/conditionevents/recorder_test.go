@@ -1,4 +1,4 @@
-package eventrecorder
+package conditionevents
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // clientset), and none is left behind when the manager stops.
 func TestEventsAreSent(t *testing.T) {
 	cs := fake.NewClientset()
-	rec, stop, err := newWithClient(cs.EventsV1(), scheme.Scheme, "test-controller")
+	rec, stop, err := newRecorderWithClient(cs.EventsV1(), scheme.Scheme, "test-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestEventsAreSent(t *testing.T) {
 // client-go's default of 5 requests per second.
 func TestClientHasTheConfigsLimit(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:1", QPS: 200, Burst: 400}
-	_, stop, err := New(cfg, scheme.Scheme, "test-controller")
+	_, stop, err := NewRecorder(cfg, scheme.Scheme, "test-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestClientHasTheConfigsLimit(t *testing.T) {
 	if err := stop.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := newClient(cfg)
+	cl, err := newEventsClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
