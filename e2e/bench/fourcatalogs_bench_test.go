@@ -458,6 +458,7 @@ func resolveFourOperators(ctx context.Context, b *testing.B, cats []*fourCatalog
 	}
 	resolved = time.Since(start)
 	rss, peak = procStatusMB(oc.PID, "VmRSS"), procStatusMB(oc.PID, "VmHWM")
+	heapProfiles("four-resolved") // with $OLMV1_BENCH_PROFILE_DIR (rukpak, stopped, has none)
 
 	for _, pkg := range pkgs {
 		if err := olm.dc.Resource(operatorGVR).Delete(ctx, "four-"+pkg, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -55,14 +55,25 @@ func (r *MetadataReader) ReadCatalog(ctx context.Context, name string) (*declcfg
 	return parseBlobs(name, metas)
 }
 
-// ReadBlobs lists every blob of the catalog.
+// ReadBlobs lists every blob of the catalog, as served: the Cache computes their content hash.
 func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg.Meta, error) {
-	return cluster.ReadAll(ctx, r, name, r.PageSize)
+	return cluster.ReadAll(ctx, servedReader{r}, name, r.PageSize)
 }
 
 // ReadPart lists the blobs of catalog that terms select (see cluster.PartReader), with the content
-// hash each was served from.
+// hash each was served from. Bundles come slimmed (slim.go): without their manifests.
 func (r *MetadataReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(cluster.ServedBlob) error) error {
+	return r.readPart(ctx, catalog, terms, pageSize, true, fn)
+}
+
+// servedReader is a MetadataReader whose ReadPart gives the blobs as served, not slimmed.
+type servedReader struct{ r *MetadataReader }
+
+func (s servedReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(cluster.ServedBlob) error) error {
+	return s.r.readPart(ctx, catalog, terms, pageSize, false, fn)
+}
+
+func (r *MetadataReader) readPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, slim bool, fn func(cluster.ServedBlob) error) error {
 	return cluster.ReadPartPages(ctx, catalog, terms, pageSize, func(ctx context.Context, sel fields.Selector, limit int64, cont string) ([]cluster.ServedBlob, string, error) {
 		list := &metadatav1alpha1.CatalogMetadataList{}
 		if err := r.Client.List(ctx, list, &client.ListOptions{FieldSelector: sel, Limit: limit, Continue: cont}); err != nil {
@@ -71,8 +82,12 @@ func (r *MetadataReader) ReadPart(ctx context.Context, catalog string, terms map
 		blobs := make([]cluster.ServedBlob, 0, len(list.Items))
 		for i := range list.Items {
 			it := &list.Items[i]
+			blob := it.Spec.Content.Raw
+			if slim {
+				blob = slimBlob(it.Spec.Schema, blob)
+			}
 			blobs = append(blobs, cluster.ServedBlob{
-				Meta:        &declcfg.Meta{Schema: it.Spec.Schema, Package: it.Spec.Package, Name: it.Spec.Name, Blob: it.Spec.Content.Raw},
+				Meta:        &declcfg.Meta{Schema: it.Spec.Schema, Package: it.Spec.Package, Name: it.Spec.Name, Blob: blob},
 				ContentHash: it.Annotations[cluster.AnnotationContentHash],
 			})
 		}

@@ -1,0 +1,120 @@
+package catalogs
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+)
+
+// Slimming the blobs of parts. A bundle's olm.bundle.object properties carry its manifests (base64
+// CSV and CRDs: most of the bytes of an older catalog such as OpenShift's v4.16 community catalog).
+// Resolution never reads them, nor does an Operator's status (olm.bundle.object is not among the
+// properties it records) or a BundleDeployment, which pulls the bundle's image. Parsed and indexed,
+// each is held four times over (the raw value, the decoded manifest, the model's decoded and its
+// normalised copies): with 100 Operators across four catalogs of OpenShift's size that was about
+// 140 MB of live heap and 240 MiB of RSS. So the blobs a part read (MetadataReader.ReadPart) keeps
+// have each olm.bundle.object value replaced by the empty object, as catalogd's validation does
+// (catalogd/internal/fbc: withoutHeavyProperties), before anything parses them. deppy's cluster
+// cache then slims olm.csv.metadata the same way.
+//
+// What stays the same: the property stays where it was (the indexes in parse errors of other
+// properties do not move) and every other byte of the blob is kept as served. A bundle without an
+// image keeps its objects (they are what makes it a valid bundle), and so does a value that would not
+// parse as a bundle object (base64 of JSON): its error is reported as before. Whole catalogs
+// (ReadBlobs: --read-whole-catalogs, cel constraints, `olmv1 preview`) are not slimmed: their
+// content hash is computed from the blobs as served.
+
+// slimmedObject is the value an olm.bundle.object property is given.
+var slimmedObject = json.RawMessage(`{}`)
+
+// slimBlob returns blob, a blob of schema, with the value of each olm.bundle.object property
+// replaced by slimmedObject when blob is a bundle with an image and every such value is a valid
+// bundle object; otherwise blob itself.
+func slimBlob(schema string, blob []byte) []byte {
+	if schema != declcfg.SchemaBundle || !bytes.Contains(blob, []byte(property.TypeBundleObject)) {
+		return blob
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(blob, &fields) != nil {
+		return blob
+	}
+	var image string
+	if raw, ok := fields["image"]; !ok || json.Unmarshal(raw, &image) != nil || image == "" {
+		return blob
+	}
+	var props []json.RawMessage
+	if json.Unmarshal(fields["properties"], &props) != nil {
+		return blob
+	}
+	slimmed := false
+	for i, raw := range props {
+		var p struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		}
+		if json.Unmarshal(raw, &p) != nil {
+			return blob
+		}
+		if p.Type != property.TypeBundleObject {
+			continue
+		}
+		if !validBundleObject(p.Value) {
+			return blob
+		}
+		typ, err := json.Marshal(p.Type)
+		if err != nil {
+			return blob
+		}
+		props[i] = append(append(append([]byte(`{"type":`), typ...), `,"value":`...), slimmedObject...)
+		props[i] = append(props[i], '}')
+		slimmed = true
+	}
+	if !slimmed {
+		return blob
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return blob
+		}
+		out.Write(key)
+		out.WriteByte(':')
+		if k != "properties" {
+			out.Write(fields[k])
+			continue
+		}
+		out.WriteByte('[')
+		for j, p := range props {
+			if j > 0 {
+				out.WriteByte(',')
+			}
+			out.Write(p)
+		}
+		out.WriteByte(']')
+	}
+	out.WriteByte('}')
+	return out.Bytes()
+}
+
+// validBundleObject reports whether value parses as a bundle object whose data is JSON: what
+// declcfg's loading and the model's property parsing would accept.
+func validBundleObject(value json.RawMessage) bool {
+	var obj property.BundleObject
+	if json.Unmarshal(value, &obj) != nil {
+		return false
+	}
+	return json.Valid(obj.Data)
+}
