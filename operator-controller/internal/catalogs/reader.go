@@ -61,10 +61,21 @@ func (r *MetadataReader) ReadBlobs(ctx context.Context, name string) ([]*declcfg
 }
 
 // ReadPart lists the blobs of catalog that terms select (see cluster.PartReader), with the content
-// hash each was served from. Bundles come slimmed (slim.go): without their manifests.
+// hash each was served from, partPageSize at a time unless pageSize says otherwise. Bundles come
+// slimmed (slim.go): without their manifests.
 func (r *MetadataReader) ReadPart(ctx context.Context, catalog string, terms map[string]string, pageSize int64, fn func(cluster.ServedBlob) error) error {
+	if pageSize <= 0 {
+		pageSize = partPageSize
+	}
 	return r.readPart(ctx, catalog, terms, pageSize, true, fn)
 }
+
+// partPageSize is the page size of a part read that names none. Parts are read a blob at a time
+// and slimmed, but a page is held whole (the response body and its decoded list) until its last
+// blob was handed on: with bundles that carry their manifests a page of 500 blobs, as the Cache's
+// pass over a whole catalog for many packages asked, is tens of MB. A package's own list is
+// rarely longer.
+const partPageSize = 100
 
 // servedReader is a MetadataReader whose ReadPart gives the blobs as served, not slimmed.
 type servedReader struct{ r *MetadataReader }

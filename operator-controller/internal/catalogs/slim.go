@@ -2,8 +2,10 @@ package catalogs
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"sort"
+	"sync"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -110,11 +112,29 @@ func slimBlob(schema string, blob []byte) []byte {
 }
 
 // validBundleObject reports whether value parses as a bundle object whose data is JSON: what
-// declcfg's loading and the model's property parsing would accept.
+// declcfg's loading and the model's property parsing would accept. The common form,
+// {"data":"<base64>"} with nothing to unescape, is decoded into a pooled buffer, as encoding/json
+// decodes a []byte (base64.StdEncoding), without allocating the manifest.
 func validBundleObject(value json.RawMessage) bool {
+	const prefix, suffix = `{"data":"`, `"}`
+	if data, ok := bytes.CutPrefix(value, []byte(prefix)); ok && bytes.HasSuffix(data, []byte(suffix)) {
+		data = data[:len(data)-len(suffix)]
+		if !bytes.ContainsAny(data, "\\\"") {
+			bufp := scratch.Get().(*[]byte)
+			defer scratch.Put(bufp)
+			if n := base64.StdEncoding.DecodedLen(len(data)); cap(*bufp) < n {
+				*bufp = make([]byte, n)
+			}
+			n, err := base64.StdEncoding.Decode((*bufp)[:cap(*bufp)], data)
+			return err == nil && json.Valid((*bufp)[:n])
+		}
+	}
 	var obj property.BundleObject
 	if json.Unmarshal(value, &obj) != nil {
 		return false
 	}
 	return json.Valid(obj.Data)
 }
+
+// scratch holds the buffers validBundleObject decodes into.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}

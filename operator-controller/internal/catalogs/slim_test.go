@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -217,5 +218,32 @@ func TestReadPartSlimsReadBlobsDoesNot(t *testing.T) {
 	}
 	if len(metas) != 2 || string(metas[1].Blob) != bundle {
 		t.Fatalf("whole catalog: %d blobs, bundle %s", len(metas), metas[len(metas)-1].Blob)
+	}
+}
+
+// TestValidBundleObject: the pooled fast path accepts what encoding/json's decoding of a
+// property.BundleObject and json.Valid accept, and nothing else.
+func TestValidBundleObject(t *testing.T) {
+	obj := b64(`{"kind":"ConfigMap","data":{"a":"b/c?"}}`)
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{
+		{`{"data":"` + obj + `"}`, true},
+		{`{"data":"` + strings.ReplaceAll(obj, "/", `\/`) + `"}`, true}, // escaped: the slow path
+		{`{ "data": "` + obj + `" }`, true},
+		{`{"data":"` + obj[:len(obj)-4] + `"}`, false}, // truncated JSON
+		{`{"data":"` + obj[:len(obj)-1] + `"}`, false}, // not base64
+		{`{"data":"` + b64("kind: x") + `"}`, false},   // YAML
+		{`{"data":""}`, false},
+		{`{"data":"` + obj + `","x":"y"}`, true},
+		{`{"data":"` + obj + `"`, false},
+		{`{"data":1}`, false},
+	} {
+		var ref property.BundleObject
+		wantRef := json.Unmarshal([]byte(tc.value), &ref) == nil && json.Valid(ref.Data)
+		if got := validBundleObject(json.RawMessage(tc.value)); got != tc.want || got != wantRef {
+			t.Errorf("%s: got %v, want %v (encoding/json: %v)", tc.value, got, tc.want, wantRef)
+		}
 	}
 }
