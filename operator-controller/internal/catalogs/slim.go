@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"sort"
 	"sync"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -35,24 +34,25 @@ var slimmedObject = json.RawMessage(`{}`)
 // slimBlob returns blob, a blob of schema, with the value of each olm.bundle.object property
 // replaced by slimmedObject when blob is a bundle with an image and every such value is a valid
 // bundle object; otherwise blob itself.
+//
+// The blob is decoded once, as declcfg decodes a bundle (the image and the properties, each kept
+// as its raw bytes). Each bundle object's raw bytes are then found in the blob, in order, and
+// replaced: a JSON object with quoted keys appears verbatim only where it is a value, so a match
+// before the property itself could only be in a field that decoding ignores, and the property would
+// then be kept as served.
 func slimBlob(schema string, blob []byte) []byte {
 	if schema != declcfg.SchemaBundle || !bytes.Contains(blob, []byte(property.TypeBundleObject)) {
 		return blob
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(blob, &fields) != nil {
+	var b struct {
+		Image      *string           `json:"image"`
+		Properties []json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(blob, &b) != nil || b.Image == nil || *b.Image == "" {
 		return blob
 	}
-	var image string
-	if raw, ok := fields["image"]; !ok || json.Unmarshal(raw, &image) != nil || image == "" {
-		return blob
-	}
-	var props []json.RawMessage
-	if json.Unmarshal(fields["properties"], &props) != nil {
-		return blob
-	}
-	slimmed := false
-	for i, raw := range props {
+	var objects []json.RawMessage
+	for _, raw := range b.Properties {
 		var p struct {
 			Type  string          `json:"type"`
 			Value json.RawMessage `json:"value"`
@@ -66,50 +66,27 @@ func slimBlob(schema string, blob []byte) []byte {
 		if !validBundleObject(p.Value) {
 			return blob
 		}
-		typ, err := json.Marshal(p.Type)
-		if err != nil {
-			return blob
-		}
-		props[i] = append(append(append([]byte(`{"type":`), typ...), `,"value":`...), slimmedObject...)
-		props[i] = append(props[i], '}')
-		slimmed = true
+		objects = append(objects, raw)
 	}
-	if !slimmed {
+	if len(objects) == 0 {
 		return blob
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out bytes.Buffer
-	out.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		key, err := json.Marshal(k)
-		if err != nil {
+	out := make([]byte, 0, len(blob)-len(objects[0]))
+	pos := 0
+	for _, raw := range objects {
+		i := bytes.Index(blob[pos:], raw)
+		if i < 0 {
 			return blob
 		}
-		out.Write(key)
-		out.WriteByte(':')
-		if k != "properties" {
-			out.Write(fields[k])
-			continue
-		}
-		out.WriteByte('[')
-		for j, p := range props {
-			if j > 0 {
-				out.WriteByte(',')
-			}
-			out.Write(p)
-		}
-		out.WriteByte(']')
+		out = append(out, blob[pos:pos+i]...)
+		out = append(out, slimmedProperty...)
+		pos += i + len(raw)
 	}
-	out.WriteByte('}')
-	return out.Bytes()
+	return append(out, blob[pos:]...)
 }
+
+// slimmedProperty is an olm.bundle.object property with slimmedObject as its value.
+var slimmedProperty = []byte(`{"type":"` + property.TypeBundleObject + `","value":` + string(slimmedObject) + `}`)
 
 // validBundleObject reports whether value parses as a bundle object whose data is JSON: what
 // declcfg's loading and the model's property parsing would accept. The common form,
