@@ -232,8 +232,9 @@ func (c *Cache) probe(ctx context.Context, pr PartReader, cat *Catalog, pkg stri
 
 // slim drops from a bundle blob what resolution never reads, before it is parsed and kept: of its
 // olm.csv.metadata property (descriptions, examples, CRD descriptors: most of a community bundle's
-// bytes) only the suggested-namespace annotation stays. Parts are only used when no bundle of the
-// closure has a cel constraint (which could read any property); other blobs are kept as they are.
+// bytes) only the suggested-namespace annotation and minKubeVersion (olm.Cluster.CannotRun reads
+// it) stay. Parts are only used when no bundle of the closure has a cel constraint (which could
+// read any property); other blobs are kept as they are.
 func slim(m *declcfg.Meta) (*declcfg.Meta, error) {
 	if m.Schema != declcfg.SchemaBundle || !bytes.Contains(m.Blob, []byte(property.TypeCSVMetadata)) {
 		return m, nil
@@ -251,14 +252,16 @@ func slim(m *declcfg.Meta) (*declcfg.Meta, error) {
 			continue
 		}
 		var md struct {
-			Annotations map[string]string `json:"annotations"`
+			Annotations    map[string]string `json:"annotations"`
+			MinKubeVersion string            `json:"minKubeVersion"`
 		}
 		if err := json.Unmarshal(p.Value, &md); err != nil {
 			return nil, fmt.Errorf("bundle %q: %s: %w", m.Name, p.Type, err)
 		}
 		kept := struct {
-			Annotations map[string]string `json:"annotations,omitempty"`
-		}{}
+			Annotations    map[string]string `json:"annotations,omitempty"`
+			MinKubeVersion string            `json:"minKubeVersion,omitempty"`
+		}{MinKubeVersion: md.MinKubeVersion}
 		if ns, ok := md.Annotations[operators.AnnotationSuggestedNamespace]; ok {
 			kept.Annotations = map[string]string{operators.AnnotationSuggestedNamespace: ns}
 		}
