@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,10 +43,37 @@ func (t *tester) upgrade(ctx context.Context, modes []string) {
 	default:
 		t.step(name, func() (string, error) { return t.upgradeTo(ctx, p, len(crs)) })
 	}
-	for _, u := range crs {
-		_ = t.deleteExample(ctx, u)
+	if err := t.deleteKeptExamples(ctx, crs); err != nil {
+		t.fail("uninstall after upgrade", err)
+		return
 	}
 	t.step("uninstall after upgrade", func() (string, error) { return t.uninstall(ctx, p) })
+}
+
+// deleteKeptExamples deletes the custom resources kept through the upgrade, and waits until they are
+// gone, before the uninstall removes the operator. A delete (and a read) of a custom resource whose
+// CRD converts through the operator's webhook needs that webhook: right after the upgrade the
+// Service may still route to the old pod for a while (kube-proxy's sync on a loaded machine took
+// over 30 s in a CI run), so each one is retried until it is gone, for at most --timeout. Uninstalling
+// with them still there would delete the webhook's Service while the namespace being deleted holds
+// objects nothing can decode any more: the namespace stays Terminating for good.
+func (t *tester) deleteKeptExamples(ctx context.Context, crs []*unstructured.Unstructured) error {
+	for _, u := range crs {
+		var last error
+		err := t.poll(ctx, func(ctx context.Context) (bool, error) {
+			last = t.c.Delete(ctx, u)
+			if last != nil && !apierrors.IsNotFound(last) {
+				return false, nil
+			}
+			last = t.c.Get(ctx, objKey(u), u.DeepCopy())
+			return apierrors.IsNotFound(last), nil
+		})
+		if err != nil {
+			return fmt.Errorf("example %s %s, kept through the upgrade, is not gone %s after its deletion (last: %v; finalizers %v): uninstalling now would leave namespace %s Terminating, since nothing could convert it once the operator's webhook is removed",
+				u.GetKind(), u.GetName(), t.o.Timeout, last, u.GetFinalizers(), u.GetNamespace())
+		}
+	}
+	return nil
 }
 
 // createPrevExamples creates the previous version's alm-examples and keeps them: the custom
