@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -126,17 +127,58 @@ func sumMetric(exposition []byte, name string) float64 {
 }
 
 // apiserverRequests is kube-apiserver's apiserver_request_total, summed over every label: every
-// request any client made (the controllers, kube-controller-manager, the scheduler, kwok, this benchmark).
-func apiserverRequests(ctx context.Context) (float64, error) {
+// request any client made (the controllers, kube-controller-manager, the scheduler, kwok, this
+// benchmark); and the same counter by verb, resource and subresource.
+func apiserverRequests(ctx context.Context) (float64, map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(benchConfig())
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return sumMetric(raw, "apiserver_request_total"), nil
+	return sumMetric(raw, "apiserver_request_total"), requestsByKind(raw), nil
+}
+
+// requestsByKind sums apiserver_request_total by "VERB resource[/subresource]".
+func requestsByKind(exposition []byte) map[string]float64 {
+	by := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(exposition))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		labels := metricLabels(line[len("apiserver_request_total{"):end])
+		kind := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			kind += "/" + sub
+		}
+		by[kind] += v
+	}
+	return by
+}
+
+// metricLabels parses `a="x",b="y"` (label values here hold no quotes or commas).
+func metricLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
 }
 
 // controllerRequests is a controller's own count of the requests it sent to the API server
@@ -233,12 +275,15 @@ func newMetricsToken(ctx context.Context) (string, error) {
 }
 
 // requestCounts is one reading of the request counters.
-type requestCounts struct{ apiserver, operatorController, rukpak float64 }
+type requestCounts struct {
+	apiserver, operatorController, rukpak float64
+	byKind                                map[string]float64 // kube-apiserver's, by verb and resource
+}
 
 func readRequestCounts(ctx context.Context) (requestCounts, error) {
 	var r requestCounts
 	var err error
-	if r.apiserver, err = apiserverRequests(ctx); err != nil {
+	if r.apiserver, r.byKind, err = apiserverRequests(ctx); err != nil {
 		return r, err
 	}
 	if r.operatorController, err = controllerRequests(ctx, "operator-controller"); err != nil {
@@ -249,7 +294,30 @@ func readRequestCounts(ctx context.Context) (requestCounts, error) {
 }
 
 func (r requestCounts) minus(o requestCounts) requestCounts {
-	return requestCounts{r.apiserver - o.apiserver, r.operatorController - o.operatorController, r.rukpak - o.rukpak}
+	d := requestCounts{r.apiserver - o.apiserver, r.operatorController - o.operatorController, r.rukpak - o.rukpak, map[string]float64{}}
+	for k, v := range r.byKind {
+		if v -= o.byKind[k]; v > 0 {
+			d.byKind[k] = v
+		}
+	}
+	return d
+}
+
+// topKinds is the breakdown's largest entries per Operator, largest first, as "VERB resource 12.3".
+func (r requestCounts) topKinds(n, top int) []string {
+	kinds := make([]string, 0, len(r.byKind))
+	for k := range r.byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return r.byKind[kinds[i]] > r.byKind[kinds[j]] })
+	if len(kinds) > top {
+		kinds = kinds[:top]
+	}
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = fmt.Sprintf("%s %.1f", k, r.byKind[k]/float64(n))
+	}
+	return out
 }
 
 // profiler captures CPU and heap profiles of the controllers through their --pprof-bind-address,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"text/tabwriter"
@@ -204,6 +205,11 @@ func (r operatorsRun) print(n int) {
 		fmt.Fprintf(w, "operator-controller requests / Operator\t%s\t%s\t%s\n", per(r.requests.operatorController), per(r.upgradeReq.operatorController), per(r.removeReq.operatorController))
 		fmt.Fprintf(w, "rukpak requests / Operator\t%s\t%s\t%s\n", per(r.requests.rukpak), per(r.upgradeReq.rukpak), per(r.removeReq.rukpak))
 	}
+	_ = w.Flush()
+	// Where the requests went (every client), per Operator: what to cut first.
+	fmt.Printf("kube-apiserver requests / Operator by verb and resource, install: %s\n", strings.Join(r.requests.topKinds(n, 14), ", "))
+	fmt.Printf("kube-apiserver requests / Operator by verb and resource, upgrade: %s\n", strings.Join(r.upgradeReq.topKinds(n, 14), ", "))
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "etcd db once installed (MiB)\t%.1f\t\t\n", r.etcdMB)
 	fmt.Fprintf(w, "RSS peak / settled (MiB)\toperator-controller %.0f / %.0f\trukpak %.0f / %.0f\t\n", r.ocPeak, r.ocRSS, r.rukpakPeak, r.rukRSS)
 	fmt.Fprintf(w, "idle CPU over %v, %% of a core\toperator-controller %.2f\trukpak %.2f\t\n", idleWindow, r.ocIdle, r.rukpakIdle)

@@ -78,6 +78,12 @@ type OperatorReconciler struct {
 	lastReqs    []operators.Request
 	lastCluster string
 	lastOut     map[string]operators.Outcome
+	// inputs counts the changes to what resolution reads once SetupWithManager made the informers
+	// count them (inputsCounted; a reconciler without informers never reuses a resolution without
+	// listing); last is what the last resolution read (resolvecache.go).
+	inputs        inputEpoch
+	inputsCounted bool
+	last          *lastResolution
 }
 
 // +kubebuilder:rbac:groups=operators.operatorframework.io,resources=operators,verbs=get;list;watch;create;patch;delete
@@ -150,7 +156,7 @@ func (r *OperatorReconciler) getOperator(ctx context.Context, key types.Namespac
 // retryResolution.
 func (r *OperatorReconciler) resolution(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) observations {
 	obs := observations{bd: bd}
-	outcome, idx, cats, err := r.resolve(ctx, op)
+	outcome, idx, cats, err := r.resolve(ctx, op, bd)
 	obs.catalogs = cats
 	if idx != nil {
 		obs.packageBundles = idx.Bundles(op.Spec.PackageName)
@@ -275,16 +281,40 @@ func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *op
 
 // resolve resolves every Operator together and returns op's outcome, the index it resolved
 // against (nil when none was read) and the Catalogs it read (whose bundleVerify the resolved
-// bundle's BundleDeployment gets). Results are reused while the requests and the catalogs' content
-// are unchanged, and when the only change is that Operators installed what they were resolved to
-// (outcomesStillHold).
+// bundle's BundleDeployment gets); bd is op's BundleDeployment as this reconcile read it. Results
+// are reused while the requests and the catalogs' content are unchanged, and when the only change
+// is that Operators installed what they were resolved to (outcomesStillHold). When no informer has
+// seen a change to what resolution reads since the last resolution, and op and bd are those it
+// read, nothing is listed at all (resolvecache.go).
 //
 // The inputs are read under the lock: reconciles that waited for another one's resolution read the
 // cache as it is now, usually find the same requests, and reuse its result instead of resolving again
 // for a state that is already gone.
-func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator) (operators.Outcome, *olm.Index, []catalogdv1alpha1.Catalog, error) {
+func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment) (operators.Outcome, *olm.Index, []catalogdv1alpha1.Catalog, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Read before listing: a change counted after this makes the next reconcile list again.
+	epoch := r.inputs.load()
+	var cluster *olm.Cluster
+	if r.ClusterVersion != nil {
+		var err error
+		if cluster, err = r.ClusterVersion(ctx); err != nil {
+			// Resolve with the last version read (or none) rather than not at all.
+			log.FromContext(ctx).Info("reading the cluster's version failed; bundles' minKubeVersion is checked against the last version read, if any", "error", err.Error())
+		}
+	}
+	clusterKey := ""
+	if cluster != nil {
+		clusterKey = cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
+	}
+	if l := r.last; r.inputsCounted && l.answers(epoch, clusterKey, op, bd) {
+		if msg, bad := l.invalid[op.Name]; bad {
+			return operators.Outcome{Message: msg}, nil, l.cats, nil
+		}
+		if o, ok := r.lastOut[op.Name]; ok {
+			return o, l.idx, l.cats, nil
+		}
+	}
 	// The Operators and BundleDeployments are only read here: they are listed from the cache without
 	// a deep copy of each, which every reconcile paid for every Operator (O(n²) for n Operators).
 	ops := &operatorsv1alpha1.OperatorList{}
@@ -319,19 +349,6 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 	if err != nil {
 		return operators.Outcome{}, nil, nil, fmt.Errorf("reading catalog content: %w", err)
 	}
-
-	var cluster *olm.Cluster
-	if r.ClusterVersion != nil {
-		var err error
-		if cluster, err = r.ClusterVersion(ctx); err != nil {
-			// Resolve with the last version read (or none) rather than not at all.
-			log.FromContext(ctx).Info("reading the cluster's version failed; bundles' minKubeVersion is checked against the last version read, if any", "error", err.Error())
-		}
-	}
-	clusterKey := ""
-	if cluster != nil {
-		clusterKey = cluster.KubeVersion + "\x00" + cluster.OpenShiftVersion
-	}
 	if r.lastIdx != idx || r.lastCluster != clusterKey || !outcomesStillHold(idx, r.lastReqs, reqs, r.lastOut) {
 		start := time.Now()
 		r.lastOut = operators.ResolveWith(ctx, idx, reqs, operators.Options{Cluster: cluster})
@@ -340,6 +357,11 @@ func (r *OperatorReconciler) resolve(ctx context.Context, op *operatorsv1alpha1.
 		}
 		r.lastIdx, r.lastReqs, r.lastCluster = idx, reqs, clusterKey
 	}
+	seen := make(map[string]inputSeen, len(ops.Items))
+	for i := range ops.Items {
+		seen[ops.Items[i].Name] = seenOf(&ops.Items[i], bds[ops.Items[i].Name])
+	}
+	r.last = &lastResolution{epoch: epoch, cluster: clusterKey, seen: seen, invalid: invalid, idx: idx, cats: cats.Items}
 	o, ok := r.lastOut[op.Name]
 	if !ok {
 		return operators.Outcome{}, idx, nil, fmt.Errorf("operator %q was not part of the resolution (is it being deleted?)", op.Name)
@@ -433,6 +455,9 @@ func (r *OperatorReconciler) ensureSettings(ctx context.Context, op *operatorsv1
 // Operator's spec or to a Catalog re-reconciles every Operator: they are resolved together.
 func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		// Counted here too, before the reconciles are enqueued: the counting handlers below may
+		// run after these reconciles start (resolvecache.go).
+		r.inputs.bump()
 		ops := &operatorsv1alpha1.OperatorList{}
 		if err := r.Client.List(ctx, ops, client.UnsafeDisableDeepCopy); err != nil { // names only
 			log.FromContext(ctx).Error(err, "listing Operators to re-resolve")
@@ -444,6 +469,7 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
+	r.inputsCounted = true
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultMaxConcurrentReconciles
@@ -454,7 +480,10 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&operatorsv1alpha1.Operator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rukpakv1alpha1.BundleDeployment{}).
 		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged()))
+		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged())).
+		Watches(&operatorsv1alpha1.Operator{}, countInputs(&r.inputs, operatorInputChanged)).
+		Watches(&rukpakv1alpha1.BundleDeployment{}, countInputs(&r.inputs, bundleDeploymentInputChanged)).
+		Watches(&catalogdv1alpha1.Catalog{}, countInputs(&r.inputs, anyChange))
 	if !r.NoOperatorConditions {
 		// Only those it created are cached: an Upgradeable change re-reconciles their Operator.
 		b = b.Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).

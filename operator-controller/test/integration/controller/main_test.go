@@ -118,7 +118,7 @@ func setup(s *apiservertest.Suite) error {
 		return err
 	}
 	r := &controller.OperatorReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Catalogs: cache, Metrics: controller.NewMetrics(nil),
+		Client: operatorLists.wrap(mgr.GetClient()), APIReader: mgr.GetAPIReader(), Catalogs: cache, Metrics: controller.NewMetrics(nil),
 		ClusterVersion: versions.Get,
 		DirectBundles: &controller.DirectBundleReader{Unpacker: unpacker, Namespace: "default", Recheck: time.Second,
 			ServesKind: controller.DiscoveryServesKind(controller.DiscoveryKinds(disc))},
