@@ -94,6 +94,60 @@ func (p processStats) cpuSeconds() float64 {
 	return (utime + stime) / 100 // USER_HZ is 100 on Linux
 }
 
+// cpuReading is the CPU seconds used so far by the controllers, kube-apiserver and etcd, and by the
+// whole machine (every process: /proc/stat's busy time over all cores).
+type cpuReading struct {
+	operatorController, rukpak, apiserver, etcd, machineBusy, machineAll float64
+}
+
+func cpuNow() cpuReading {
+	r := cpuReading{
+		operatorController: controllerProcess("operator-controller").cpuSeconds(), rukpak: controllerProcess("rukpak").cpuSeconds(),
+		apiserver: clusterProcess("kube-apiserver").cpuSeconds(), etcd: clusterProcess("etcd").cpuSeconds(),
+	}
+	r.machineBusy, r.machineAll = machineCPU()
+	return r
+}
+
+func (r cpuReading) minus(o cpuReading) cpuReading {
+	return cpuReading{r.operatorController - o.operatorController, r.rukpak - o.rukpak, r.apiserver - o.apiserver,
+		r.etcd - o.etcd, r.machineBusy - o.machineBusy, r.machineAll - o.machineAll}
+}
+
+// String says where the CPU went, and how busy the machine's cores were (100 %: every core busy).
+func (r cpuReading) String() string {
+	busy := 0.0
+	if r.machineAll > 0 {
+		busy = 100 * r.machineBusy / r.machineAll
+	}
+	return fmt.Sprintf("operator-controller %.1f, rukpak %.1f, kube-apiserver %.1f, etcd %.1f, every process %.1f CPU-s; the cores %.0f %% busy",
+		r.operatorController, r.rukpak, r.apiserver, r.etcd, r.machineBusy, busy)
+}
+
+// machineCPU is /proc/stat's CPU seconds of every core: busy (all but idle and iowait) and all.
+func machineCPU() (busy, all float64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		if i >= 8 { // guest time is already counted in user
+			break
+		}
+		x, _ := strconv.ParseFloat(v, 64)
+		all += x
+		if i != 3 && i != 4 { // idle, iowait
+			busy += x
+		}
+	}
+	return busy / 100, all / 100 // USER_HZ
+}
+
 // etcdDBBytes is the size of etcd's bbolt file, which is what etcd_mvcc_db_total_size_in_bytes
 // reports (the benchmark's etcd serves no metrics listener of its own).
 func etcdDBBytes() float64 {

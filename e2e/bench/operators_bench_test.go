@@ -106,7 +106,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	prof := startCPUProfiles(fmt.Sprintf("install-%d", fx.n), seconds)
 
 	b.StartTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	created, err := createOperators(ctx, fx)
 	if err != nil {
 		b.Fatal(err)
@@ -120,6 +120,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	r.installedOnly = done.lastInstalled.Sub(start)
 	// The line first, before the idle window, the upgrade and the removal: a run stopped later keeps it.
 	fmt.Printf("%d Operators Installed in %.1f s\n", fx.n, r.install.Seconds())
+	fmt.Printf("CPU from the first create to the last Operator Installed (%.1f s): %v\n", r.installedOnly.Seconds(), done.cpuAtInstalled.minus(cpu0))
 
 	r.ocCPU, r.rukpakCPU, r.apiCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0, api.cpuSeconds()-apiCPU0
 	req1, err := readRequestCounts(ctx)
@@ -150,7 +151,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// VmHWM so far (install and idle window): the table's peak also covers the upgrade and removal.
 	fmt.Printf("peak RSS before the upgrade (MiB): operator-controller %.0f, rukpak %.0f\n", oc.peakRSSMB(), rukpak.peakRSSMB())
 	prof = startCPUProfiles(fmt.Sprintf("upgrade-%d", fx.n), seconds)
-	start = time.Now()
+	start, cpu0 = time.Now(), cpuNow()
 	patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, fx.catalogRef(1))
 	if _, err := olm.dc.Resource(catalogGVR).Patch(ctx, catalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		b.Fatal(err)
@@ -161,6 +162,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	}
 	r.upgrade = time.Since(start)
 	r.upgradedOnly = upgraded.lastInstalled.Sub(start)
+	fmt.Printf("CPU from the catalog update to the last Operator Installed at 1.1.0 (%.1f s): %v\n", r.upgradedOnly.Seconds(), upgraded.cpuAtInstalled.minus(cpu0))
 	req1, _ = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0

@@ -134,6 +134,8 @@ type operatorsDone struct {
 	// lastInstalled is when the last Operator was first seen Installed (Healthy or not).
 	lastInstalled time.Time
 	installed     map[string]bool
+	// cpuAtInstalled is the CPU used so far (cpuNow) when the last Operator was seen Installed.
+	cpuAtInstalled cpuReading
 }
 
 // durations is, sorted, how long after since[name] (or start, when since is nil) each Operator was done.
@@ -187,6 +189,9 @@ func waitOperators(ctx context.Context, prefix string, n int, start time.Time, t
 			if !d.installed[name] && conditionTrue(u, "Installed") && (version == "" || got == version) {
 				d.installed[name] = true
 				d.lastInstalled = time.Now()
+				if len(d.installed) == n {
+					d.cpuAtInstalled = cpuNow()
+				}
 			}
 			if conditionTrue(u, "Installed") && conditionTrue(u, "Healthy") && (version == "" || got == version) {
 				d.at[name] = time.Now()
