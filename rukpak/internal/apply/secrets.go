@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -148,17 +149,14 @@ func (d *ChunkedSecrets) Delete(key string) (*release.Release, error) {
 	return r, nil
 }
 
+// write stores rls as key: a new record (Create), or over the one there (Update). A record that
+// fits in one Secret, nearly every one, costs one request to create (its name is looked at only
+// when it is taken) and two to update (read, then replace at that resourceVersion); chunks are
+// deleted only when the record had more of them than it has now.
 func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) error {
 	data, err := encodeRelease(rls)
 	if err != nil {
 		return fmt.Errorf("encoding release %q: %w", key, err)
-	}
-	if !update {
-		// Before any chunk is written: a taken name may belong to a Secret set aside, whose chunks
-		// must stay as they are.
-		if err := d.checkFree(key, rls.Name); err != nil {
-			return err
-		}
 	}
 	size := d.ChunkSize
 	if size <= 0 {
@@ -169,18 +167,6 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 		chunks, data = append(chunks, data[:size]), data[size:]
 	}
 	chunks = append(chunks, data)
-
-	// The other chunks first, so that the head never points at chunks that do not exist yet.
-	for i := 1; i < len(chunks); i++ {
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: chunkName(key, i+1), Labels: map[string]string{"owner": chunkOwner, "name": rls.Name}},
-			Type:       "helm.sh/release.v1.chunk",
-			Data:       map[string][]byte{"chunk": []byte(chunks[i])},
-		}
-		if err := d.put(s); err != nil {
-			return fmt.Errorf("storing chunk %d of release %q: %w", i+1, key, err)
-		}
-	}
 	head := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: key,
@@ -195,17 +181,104 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 		head.Annotations = map[string]string{chunksAnnotation: strconv.Itoa(len(chunks))}
 	}
 	if update {
-		err = d.put(head)
-	} else {
-		_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return driver.ErrReleaseExists
-		}
+		return d.replace(key, rls.Name, head, chunks)
+	}
+	if len(chunks) == 1 {
+		return d.createOne(key, rls.Name, head)
+	}
+	// Before any chunk is written: a taken name may belong to a Secret set aside, whose chunks
+	// must stay as they are.
+	if err := d.checkFree(key, rls.Name); err != nil {
+		return err
+	}
+	if err := d.putChunks(key, rls.Name, chunks); err != nil {
+		return err
+	}
+	_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return driver.ErrReleaseExists
 	}
 	if err != nil {
 		return fmt.Errorf("storing release %q: %w", key, err)
 	}
+	// Chunks of a longer record that a crash left behind, before its head was written.
 	return d.deleteChunks(key, len(chunks)+1)
+}
+
+// createOne creates head, a record that fits in one Secret, in one request; only when its name is
+// taken does it look at what holds it (checkFree's errors). Chunks that a crash left behind under
+// this name stay until the record is deleted (Delete deletes every chunk): nothing reads them.
+func (d *ChunkedSecrets) createOne(key, name string, head *corev1.Secret) error {
+	for attempt := 0; ; attempt++ {
+		_, err := d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("storing release %q: %w", key, err)
+		}
+		if err := d.checkFree(key, name); err != nil || attempt > 0 {
+			if err == nil {
+				err = driver.ErrReleaseExists
+			}
+			return err
+		}
+		// Deleted between the two requests: create it again, once.
+	}
+}
+
+// replace writes head and its chunks over the record key: its chunks first, so that the head never
+// points at chunks that do not exist yet, then the head at the resourceVersion read, then the
+// chunks the record had beyond its new count. A record that is not there is created.
+func (d *ChunkedSecrets) replace(key, name string, head *corev1.Secret, chunks []string) error {
+	cur, err := d.Client.Get(context.TODO(), key, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cur = nil
+	case err != nil:
+		return fmt.Errorf("storing release %q: reading its Secret: %w", key, err)
+	}
+	if err := d.putChunks(key, name, chunks); err != nil {
+		return err
+	}
+	if cur == nil {
+		_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+	} else {
+		head.ResourceVersion = cur.ResourceVersion
+		_, err = d.Client.Update(context.TODO(), head, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("storing release %q: %w", key, err)
+	}
+	had := 1
+	if cur != nil {
+		if a, ok := cur.Annotations[chunksAnnotation]; ok {
+			// Unreadable: delete every chunk beyond the new count, as many as there are.
+			had = math.MaxInt
+			if n, err := strconv.Atoi(a); err == nil && n >= 1 {
+				had = n
+			}
+		}
+	}
+	if had > len(chunks) {
+		return d.deleteChunks(key, len(chunks)+1)
+	}
+	return nil
+}
+
+// putChunks writes chunks 2 and up of a record (the head holds the first).
+func (d *ChunkedSecrets) putChunks(key, name string, chunks []string) error {
+	for i := 1; i < len(chunks); i++ {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: chunkName(key, i+1), Labels: map[string]string{"owner": chunkOwner, "name": name}},
+			Type:       "helm.sh/release.v1.chunk",
+			Data:       map[string][]byte{"chunk": []byte(chunks[i])},
+		}
+		if err := d.put(s); err != nil {
+			return fmt.Errorf("storing chunk %d of release %q: %w", i+1, key, err)
+		}
+	}
+	return nil
 }
 
 // checkFree reports whether a new record may be created as key: driver.ErrReleaseExists when a

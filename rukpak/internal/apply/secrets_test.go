@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,5 +273,45 @@ func TestParseKey(t *testing.T) {
 		if got != want {
 			t.Errorf("parseKey(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// TestRecordWritesAreFewRequests: a record that fits in one Secret is created with one request and
+// replaced with two (read, then write at that resourceVersion); every install writes three or more.
+func TestRecordWritesAreFewRequests(t *testing.T) {
+	cs := fake.NewClientset()
+	d := &ChunkedSecrets{Client: cs.CoreV1().Secrets("sys"), Namespace: "sys"}
+	key := recordKey("bd", 1)
+	rls := &release.Release{Name: "bd", Version: 1, Manifest: "kind: ConfigMap", Info: &release.Info{Status: release.StatusPendingInstall}}
+	verbs := func(do func() error) []string {
+		t.Helper()
+		cs.ClearActions()
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range cs.Actions() {
+			out = append(out, a.GetVerb())
+		}
+		return out
+	}
+	if got := verbs(func() error { return d.Create(key, rls) }); !slices.Equal(got, []string{"create"}) {
+		t.Errorf("Create sent %v, want [create]", got)
+	}
+	rls.Info.Status = release.StatusDeployed
+	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"get", "update"}) {
+		t.Errorf("Update sent %v, want [get update]", got)
+	}
+	got, err := d.Get(key)
+	if err != nil || got.Info.Status != release.StatusDeployed {
+		t.Fatalf("after Update: %v, %v", got, err)
+	}
+	// A taken name is still looked at: the same release's record is ErrReleaseExists.
+	if err := d.Create(key, rls); !errors.Is(err, driver.ErrReleaseExists) {
+		t.Errorf("Create on a taken name: %v, want ErrReleaseExists", err)
+	}
+	// Update of a record that is not there creates it.
+	if got := verbs(func() error { return d.Update(recordKey("bd", 2), rls) }); !slices.Equal(got, []string{"get", "create"}) {
+		t.Errorf("Update of a missing record sent %v, want [get create]", got)
 	}
 }
