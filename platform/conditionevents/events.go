@@ -1,8 +1,8 @@
 // Package conditionevents is the events policy the three controllers share, and the only code that
 // calls an event recorder:
 //
-//   - one Event per condition transition (a new condition, a changed status or reason, or a changed
-//     message while the condition fails), Warning for failures and Normal otherwise (Policy.Events,
+//   - one Event per condition transition (a new condition that is not Unknown, a changed status or
+//     reason, or a changed message while the condition fails), Warning for failures and Normal otherwise (Policy.Events,
 //     Policy.Record);
 //   - one Event for what happened outside the conditions (a finalizer step, a revision installed or
 //     rolled back, a certificate renewed, a dependency created): Normal and Warning.
@@ -59,7 +59,8 @@ type Policy struct {
 
 // Events is the policy of all three controllers: one Event per condition transition between before
 // and after. A transition is a new condition (but for a False one of the NotFailures types: a new
-// object that is not paused is no news), or a changed status or reason; a changed message is one too
+// object that is not paused is no news; nor is a new Unknown one, e.g. Installed before anything was
+// installed: the first status it knows is its first Event), or a changed status or reason; a changed message is one too
 // while the condition is failing, so that a different error is seen. Events are Warning when
 // the condition fails (False, not progressing, type not in NotFailures) and Normal otherwise, in the
 // order of after.
@@ -78,6 +79,9 @@ func (p Policy) Events(before, after []metav1.Condition) []Event {
 		}
 		if old == nil && cur.Status == metav1.ConditionFalse && contains(p.NotFailures, cur.Type) {
 			continue // a new object that is not paused (not deprecated, ...) is no news
+		}
+		if old == nil && cur.Status == metav1.ConditionUnknown {
+			continue // nor is a new condition that is not known yet: its first known status is the news
 		}
 		typ := corev1.EventTypeNormal
 		if warning {

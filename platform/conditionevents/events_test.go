@@ -40,6 +40,18 @@ func TestEventsOnTransitions(t *testing.T) {
 	if len(fresh) != 1 || fresh[0].Action != "Installed" {
 		t.Fatalf("a new object: want only the Installed event, got %v", fresh)
 	}
+	// A new condition not known yet is no news; its first known status is.
+	unknown := []metav1.Condition{cond("Healthy", metav1.ConditionUnknown, "HealthUnknown", "nothing is installed yet")}
+	if ev := p.Events(nil, unknown); len(ev) != 0 {
+		t.Fatalf("a new Unknown condition: want no event, got %v", ev)
+	}
+	known := []metav1.Condition{cond("Healthy", metav1.ConditionTrue, "Healthy", "ready")}
+	if ev := p.Events(unknown, known); len(ev) != 1 || ev[0].Message != "Healthy=True: ready" {
+		t.Fatalf("Unknown → True: want its event, got %v", ev)
+	}
+	if ev := p.Events(known, unknown); len(ev) != 1 || ev[0].Action != "Healthy" {
+		t.Fatalf("True → Unknown: want its event, got %v", ev)
+	}
 	if again := p.Events(after, after); len(again) != 0 {
 		t.Fatalf("no change must give no event, got %v", again)
 	}
