@@ -127,6 +127,12 @@ func startOLM(b *testing.B) {
 		}
 		olm.env, olm.err = localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
 			RepoRoot: repoRoot(), BinDir: binDir, Dir: dir,
+			// $BENCH_KUBE_CONTROLLER_MANAGER_ARGS and $BENCH_KUBE_SCHEDULER_ARGS: e.g. their client's QPS
+			// (--kube-api-qps, default 20 and 50), which paces the Deployments' rollouts at N = 1,000.
+			ClusterArgs: map[string][]string{
+				"kube-controller-manager": strings.Fields(os.Getenv("BENCH_KUBE_CONTROLLER_MANAGER_ARGS")),
+				"kube-scheduler":          strings.Fields(os.Getenv("BENCH_KUBE_SCHEDULER_ARGS")),
+			},
 			ControllerArgs: map[string][]string{
 				"catalogd": append([]string{
 					"--storage-dir=" + filepath.Join(dir, "catalogd", "storage"), "--cache-dir=" + filepath.Join(dir, "catalogd", "cache"),

@@ -55,6 +55,9 @@ type Options struct {
 	// discovery (created later, it sees them only at its 30 s rediscovery, and objects owned by their
 	// kinds wait that long to be collected).
 	BeforeControllers func(*rest.Config) error
+	// ExtraArgs are flags added to a control-plane component's own, by its name
+	// ("kube-controller-manager", "kube-scheduler"): a benchmark's way to try another setting.
+	ExtraArgs map[string][]string
 }
 
 // Cluster is a running local control plane.
@@ -314,15 +317,17 @@ func (c *Cluster) startControllersAndKwok(o Options, p pki, ports clusterPorts) 
 	if c.Netns != nil {
 		serviceCIDR = realNodeServiceCIDR
 	}
-	if err := c.launch(o.Detached, "kube-controller-manager", b.ControllerManager, append(common,
+	kcm := append(append([]string(nil), common...),
 		"--secure-port="+strconv.Itoa(ports.controllerManager),
 		"--service-account-private-key-file="+p.path(serviceAccountKey),
 		"--root-ca-file="+p.path(caCert),
 		"--service-cluster-ip-range="+serviceCIDR,
-	)...); err != nil {
+	)
+	if err := c.launch(o.Detached, "kube-controller-manager", b.ControllerManager, append(kcm, o.ExtraArgs["kube-controller-manager"]...)...); err != nil {
 		return err
 	}
-	if err := c.launch(o.Detached, "kube-scheduler", b.Scheduler, append(common, "--secure-port="+strconv.Itoa(ports.scheduler))...); err != nil {
+	scheduler := append(append([]string(nil), common...), "--secure-port="+strconv.Itoa(ports.scheduler))
+	if err := c.launch(o.Detached, "kube-scheduler", b.Scheduler, append(scheduler, o.ExtraArgs["kube-scheduler"]...)...); err != nil {
 		return err
 	}
 	if c.Netns != nil {

@@ -28,6 +28,8 @@ type EnvOptions struct {
 	RegistryAddr string
 	// ControllerArgs are extra flags per controller binary.
 	ControllerArgs map[string][]string
+	// ClusterArgs are extra flags of the local control plane's components (Options.ExtraArgs).
+	ClusterArgs map[string][]string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -77,7 +79,7 @@ func StartEnvironment(ctx context.Context, o EnvOptions) (e *Environment, err er
 		if err != nil {
 			return e, err
 		}
-		if e.Cluster, err = Up(ctx, Options{Dir: o.Dir, Binaries: bins, Log: logw, BeforeControllers: install}); err != nil {
+		if e.Cluster, err = Up(ctx, Options{Dir: o.Dir, Binaries: bins, Log: logw, BeforeControllers: install, ExtraArgs: o.ClusterArgs}); err != nil {
 			return e, err
 		}
 		e.Kubeconfig = e.Cluster.Kubeconfig
