@@ -47,6 +47,38 @@ func TestStatusOfADeferredUnpack(t *testing.T) {
 	}
 }
 
+// TestDeferredUnpackKeepsTheLastFailure: a BundleDeployment whose last install of this generation
+// failed (ObjectConflict) keeps that reason while the retry's unpack waits its turn (a restarted
+// rukpak whose limiter has not seen the registry answer yet); a failure of an older generation, or
+// a pending install, gives way to InstallPending.
+func TestDeferredUnpackKeepsTheLastFailure(t *testing.T) {
+	pending := &source.Error{Kind: source.KindPending, Reason: rukpakv1alpha1.ReasonUnpackPending, Retryable: true, RetryAfter: 2 * time.Second, Message: "waiting"}
+	for _, tc := range []struct {
+		name       string
+		generation int64
+		reason     string
+		want       string
+	}{
+		{"a conflict of this generation", 2, rukpakv1alpha1.ReasonObjectConflict, rukpakv1alpha1.ReasonObjectConflict},
+		{"a failure of this generation", 2, rukpakv1alpha1.ReasonInstallFailed, rukpakv1alpha1.ReasonInstallFailed},
+		{"a conflict of the previous generation", 1, rukpakv1alpha1.ReasonObjectConflict, rukpakv1alpha1.ReasonInstallPending},
+		{"still pending", 2, rukpakv1alpha1.ReasonInstallPending, rukpakv1alpha1.ReasonInstallPending},
+	} {
+		bd := &rukpakv1alpha1.BundleDeployment{}
+		bd.Generation = 2
+		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: rukpakv1alpha1.TypeInstalled, Status: metav1.ConditionFalse,
+			Reason: tc.reason, Message: "before", ObservedGeneration: tc.generation})
+		err := step.Failed(rukpakv1alpha1.TypeUnpacked, source.ReasonOf(pending), pending).After(source.RetryAfterOf(pending))
+		(&BundleDeploymentReconciler{}).setStatus(bd, &state{}, err)
+		if i := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled); i == nil || i.Reason != tc.want {
+			t.Errorf("%s: Installed %+v, want reason %s", tc.name, i, tc.want)
+		}
+		if u := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeUnpacked); u == nil || u.Reason != rukpakv1alpha1.ReasonUnpackPending {
+			t.Errorf("%s: Unpacked %+v, want UnpackPending", tc.name, u)
+		}
+	}
+}
+
 // notifier is an Unpacker that limits pulls per host.
 type notifier struct {
 	source.Unpacker

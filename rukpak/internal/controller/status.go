@@ -22,6 +22,10 @@ package controller
 //     was unpacked, and the Paused condition's lastTransitionTime is when a pause began.
 //  7. blockedByRecords: an Installed condition with reason ReleaseCorrupt makes a change of the
 //     release records reconcile the BundleDeployment.
+//  8. setStatus: while an unpack waits its turn (UnpackPending) and nothing is installed, an
+//     Installed=False of this generation that says why the last attempt failed (ObjectConflict,
+//     InstallFailed, ...) stays: the wait is the retry of that attempt (e.g. after a restart, whose
+//     pull limiter has not seen the registry answer yet), not news that replaces its reason.
 //
 // Bookkeeping reads, never inputs of what is written: the previous conditions against the new ones
 // for the Events of each transition (emitEvents, reconcilePaused), the conditions and
@@ -109,6 +113,9 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		}
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, se.Reason, msg)
 		r.setHistory(bd)
+	case !installed && se != nil && se.Reason == rukpakv1alpha1.ReasonUnpackPending && lastAttemptFailed(bd):
+		// Status read (8): the attempt being retried failed, and its reason stays until the retry
+		// ends; Unpacked says that the unpack waits, and why.
 	case !installed && se != nil && se.Reason == rukpakv1alpha1.ReasonUnpackPending:
 		// The unpack waits its turn (source.KindPending): say why where the Operator reads it.
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, rukpakv1alpha1.ReasonInstallPending, "nothing is installed until the bundle is unpacked: "+se.Error())
@@ -132,6 +139,13 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 	case bd.Status.InstalledRevision == 0:
 		set(rukpakv1alpha1.TypeHealthy, metav1.ConditionUnknown, rukpakv1alpha1.ReasonHealthUnknown, "nothing is installed yet")
 	}
+}
+
+// lastAttemptFailed reports whether bd's Installed condition says that an install of its current
+// generation failed (False, with a reason other than InstallPending).
+func lastAttemptFailed(bd *rukpakv1alpha1.BundleDeployment) bool {
+	c := meta.FindStatusCondition(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled)
+	return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == bd.Generation && c.Reason != rukpakv1alpha1.ReasonInstallPending
 }
 
 // setHistory copies the newest deployed and superseded revisions into status.history.
