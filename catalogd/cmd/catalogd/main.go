@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -182,12 +181,10 @@ func (f *flags) contentCert(mgr ctrl.Manager) (*boot.ServingCert, error) {
 const defaultGCPercent = 50
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
 	f := &flags{}
 	os.Exit(boot.Main(boot.Component{
 		Name:               "catalogd",
+		GCPercent:          defaultGCPercent,
 		CRDs:               []string{"catalogs.catalogd.operatorframework.io"},
 		AddToScheme:        []func(*runtime.Scheme) error{catalogdv1alpha1.AddToScheme},
 		DefaultMetricsPort: 7443,

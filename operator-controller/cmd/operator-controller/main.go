@@ -40,6 +40,10 @@ func main() {
 	)
 	os.Exit(boot.Main(boot.Component{
 		Name: "operator-controller",
+		// Collecting at 50 % heap growth instead of Go's 100 %, as catalogd does: with the default, the
+		// upgrade of 1,000 Operators took its RSS from 118 to 208 MiB, mostly garbage of the
+		// upgrade's reconciles (docs/performance.md, fix 12). GOGC in the environment still wins.
+		GCPercent: 50,
 		CRDs: []string{
 			"operators.operators.operatorframework.io",
 			"catalogs.catalogd.operatorframework.io",
