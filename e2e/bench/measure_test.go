@@ -164,20 +164,37 @@ func etcdDBBytes() float64 {
 // sumMetric adds up every sample of the counter name in a Prometheus text exposition.
 func sumMetric(exposition []byte, name string) float64 {
 	total := 0.0
+	eachSample(exposition, name, func(_ string, v float64) { total += v })
+	return total
+}
+
+// eachSample calls fn with the labels (`a="x",b="y"`, empty when none) and value of every sample of
+// name in a Prometheus text exposition.
+func eachSample(exposition []byte, name string, fn func(labels string, v float64)) {
 	sc := bufio.NewScanner(bytes.NewReader(exposition))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest == "" || (rest[0] != '{' && rest[0] != ' ')) {
 			continue
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			total += v
+		labels := ""
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			labels, rest = rest[1:end], rest[end+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			fn(labels, v)
 		}
 	}
-	return total
 }
 
 // apiserverRequests is kube-apiserver's apiserver_request_total, summed over every label: every
@@ -198,28 +215,14 @@ func apiserverRequests(ctx context.Context) (float64, map[string]float64, error)
 // requestsByKind sums apiserver_request_total by "VERB resource[/subresource]".
 func requestsByKind(exposition []byte) map[string]float64 {
 	by := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(exposition))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		labels := metricLabels(line[len("apiserver_request_total{"):end])
+	eachSample(exposition, "apiserver_request_total", func(ls string, v float64) {
+		labels := metricLabels(ls)
 		kind := labels["verb"] + " " + labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
 			kind += "/" + sub
 		}
 		by[kind] += v
-	}
+	})
 	return by
 }
 
