@@ -169,8 +169,7 @@ var _ = Describe("deppy resolve --kubeconfig", Label("deppy-cluster"), func() {
 		for _, name := range []string{"deppy-manual", "deppy-fresh", "deppy-dependent", "deppy-extra"} {
 			waitCondition(ctx, c, operatorNamed(name), "Resolved", "True", 2*time.Minute)
 		}
-		broken := waitCondition(ctx, c, operatorNamed("deppy-broken"), "Resolved", "False", 2*time.Minute)
-		Expect(findCondition(broken, "Resolved")["message"]).To(ContainSubstring("missing.example.olmv1.io/v1 Nothing"))
+		waitCondition(ctx, c, operatorNamed("deppy-broken"), "Resolved", "False", 2*time.Minute, withMessage("missing.example.olmv1.io/v1 Nothing"))
 
 		By("deppy resolve --kubeconfig (with the kubeconfig's current context named) agrees with every Operator's status")
 		kc, err := clientcmd.LoadFromFile(env.kubeconfig)

@@ -65,6 +65,7 @@ type waitOption func(*conditionWait)
 
 type conditionWait struct {
 	reason        string
+	messageHas    []string
 	anyGeneration bool
 	poll          time.Duration
 	also          []func(Gomega)
@@ -74,6 +75,13 @@ type conditionWait struct {
 // withReason also requires the condition's reason.
 func withReason(reason string) waitOption {
 	return func(w *conditionWait) { w.reason = reason }
+}
+
+// withMessage also requires the condition's message to contain each of parts: a condition can pass
+// through the same status with another reason and message first (Resolved=False while catalogd still
+// loads a catalog it already reports Serving, say), and a wait for the status alone stops there.
+func withMessage(parts ...string) waitOption {
+	return func(w *conditionWait) { w.messageHas = append(w.messageHas, parts...) }
 }
 
 // anyGeneration accepts a condition that reports an older generation of the object, or none (an
@@ -125,6 +133,9 @@ func waitCondition[T client.Object](ctx context.Context, c client.Client, obj T,
 		g.Expect(cond["status"]).To(Equal(status), "%s: %s: %v", what, typ, cond)
 		if w.reason != "" {
 			g.Expect(cond["reason"]).To(Equal(w.reason), "%s: %s: %v", what, typ, cond)
+		}
+		for _, part := range w.messageHas {
+			g.Expect(cond["message"]).To(ContainSubstring(part), "%s: %s: %v", what, typ, cond)
 		}
 		for _, check := range w.also {
 			check(g)

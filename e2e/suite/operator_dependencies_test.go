@@ -38,9 +38,8 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 
 		By("an Operator for widget-consumer alone is not installed, and says which Operator to create")
 		createOperator(ctx, c, "widget-consumer", map[string]any{"packageName": "widget-consumer"})
-		op := waitCondition(ctx, c, operatorNamed("widget-consumer"), "Resolved", "False", time.Minute)
-		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("widgets.example.olmv1.io/v1 Widget"))
-		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring(`packageName "widget-provider"`))
+		waitCondition(ctx, c, operatorNamed("widget-consumer"), "Resolved", "False", time.Minute,
+			withMessage("widgets.example.olmv1.io/v1 Widget", `packageName "widget-provider"`))
 		Expect(c.Get(ctx, client.ObjectKey{Name: "widget-consumer"}, &rukpakv1alpha1.BundleDeployment{})).To(Satisfy(apierrors.IsNotFound))
 
 		By("an Operator for widget-provider lets both install")

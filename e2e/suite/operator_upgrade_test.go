@@ -143,9 +143,7 @@ var _ = Describe("operator-controller", Label("operator-controller"), func() {
 
 		By("asking for 1.0.0 under Enforce: refused, 0.2.0 stays installed")
 		patchOperator(ctx, c, opName, `{"spec":{"upgradePolicy":"Automatic","approvedVersion":null,"version":"1.0.0"}}`)
-		op = waitCondition(ctx, c, operatorNamed(opName), "Resolved", "False", time.Minute)
-		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("no upgrade edge"))
-		Expect(conditionMessage(op, "Resolved")).To(ContainSubstring("stays installed"))
+		waitCondition(ctx, c, operatorNamed(opName), "Resolved", "False", time.Minute, withMessage("no upgrade edge", "stays installed"))
 		bd := &rukpakv1alpha1.BundleDeployment{}
 		Expect(c.Get(ctx, client.ObjectKey{Name: opName}, bd)).To(Succeed())
 		Expect(bd.Spec.Source.Image.Ref).To(Equal(img["0.2.0"]))
