@@ -94,6 +94,9 @@ type BundleDeploymentReconciler struct {
 	MaxConcurrentReconciles int
 	// Metrics records step durations, condition counts and revisions (optional).
 	Metrics *Metrics
+	// UnhealthyRecheck is how often the health of an unhealthy BundleDeployment is checked again when
+	// no watched object changes (default 30 s; recheck.go).
+	UnhealthyRecheck time.Duration
 	// RateLimiter spaces the retries of failed reconciles (default: controller-runtime's, per
 	// BundleDeployment doubling from 5 ms up to 1000 s).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
@@ -104,6 +107,8 @@ type BundleDeploymentReconciler struct {
 	// each BundleDeployment installed, for them.
 	triggers  *triggers
 	installed sync.Map // BundleDeployment name → *installedState
+	// rechecks schedules the health re-checks of unhealthy BundleDeployments (recheck.go).
+	rechecks *rechecks
 	// healthyMarked is, per BundleDeployment, the revision last recorded as Healthy (MarkHealthy).
 	healthyMarked sync.Map
 }
@@ -155,6 +160,7 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Name)
 			r.installed.Delete(req.Name)
+			r.rechecks.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -214,19 +220,33 @@ func (r *BundleDeploymentReconciler) result(ctx context.Context, bd *rukpakv1alp
 	case se != nil && se.RetryAfter > 0:
 		log.FromContext(ctx).Info("cannot proceed; looking again later", "reason", se.Reason, "message", se.Err.Error(), "after", se.RetryAfter)
 	}
-	return step.Result(err, recheck(bd, st))
+	every := r.UnhealthyRecheck
+	if every <= 0 {
+		every = unhealthyRecheck
+	}
+	health, poll := recheck(bd, st, every)
+	switch {
+	case err != nil:
+	case health == 0:
+		r.rechecks.cancel(bd.Name)
+	case !r.rechecks.after(bd.Name, health):
+		poll = ctrl.Result{RequeueAfter: health} // no rechecks (not started): a requeue, which applies
+	}
+	return step.Result(err, poll)
 }
 
-// recheck is when a successful reconcile looks again: when the progress deadline passes (if that is
-// before the next re-check), soon while unhealthy, else at the source's poll interval.
-func recheck(bd *rukpakv1alpha1.BundleDeployment, st *state) ctrl.Result {
+// recheck is when a successful reconcile looks again: a health check (recheck.go) when the progress
+// deadline passes, if that is before the next re-check, or after every while unhealthy (0: none); and
+// a full reconcile at the source's poll interval.
+func recheck(bd *rukpakv1alpha1.BundleDeployment, st *state, every time.Duration) (health time.Duration, poll ctrl.Result) {
+	poll = ctrl.Result{RequeueAfter: bd.Spec.Source.PollInterval()}
 	switch {
-	case st.progress != nil && st.progress.recheck > 0 && st.progress.recheck < unhealthyRecheck:
-		return ctrl.Result{RequeueAfter: st.progress.recheck}
+	case st.progress != nil && st.progress.recheck > 0 && st.progress.recheck < every:
+		return st.progress.recheck, poll
 	case st.healthy != nil:
-		return ctrl.Result{RequeueAfter: unhealthyRecheck}
+		return every, poll
 	}
-	return ctrl.Result{RequeueAfter: bd.Spec.Source.PollInterval()}
+	return 0, poll
 }
 
 // healthOnly prepares a reconcile that only checks health, and reports whether this is one: when the

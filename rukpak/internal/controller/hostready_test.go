@@ -41,7 +41,8 @@ func TestStatusOfADeferredUnpack(t *testing.T) {
 		case installed > 0 && (i == nil || i.Reason != rukpakv1alpha1.ReasonInstallationSucceeded):
 			t.Errorf("revision installed: Installed %+v, want it left as it was", i)
 		}
-		if res, rerr := step.Result(err, recheck(bd, &state{})); rerr != nil || res.RequeueAfter != 2*time.Second {
+		_, poll := recheck(bd, &state{}, unhealthyRecheck)
+		if res, rerr := step.Result(err, poll); rerr != nil || res.RequeueAfter != 2*time.Second {
 			t.Errorf("result %+v, %v; want a requeue after 2s without backoff", res, rerr)
 		}
 	}

@@ -152,12 +152,16 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.triggers = &triggers{pending: map[string]bool{}}
 	r.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), triggers: r.triggers, seen: map[schema.GroupVersionKind]bool{}}
+	r.rechecks = newRechecks(r.triggers)
+	if err := c.Watch(r.rechecks.source()); err != nil {
+		return err
+	}
 	r.resync = make(chan event.GenericEvent)
-	if err := c.Watch(source.Channel(r.resync, &handler.EnqueueRequestForObject{})); err != nil {
+	if err := c.Watch(source.Channel(r.resync, r.triggers.full())); err != nil {
 		return err
 	}
 	if ready := r.hostReadyEvents(); ready != nil {
-		if err := c.Watch(source.Channel(ready, &handler.EnqueueRequestForObject{})); err != nil {
+		if err := c.Watch(source.Channel(ready, r.triggers.full())); err != nil {
 			return err
 		}
 	}
@@ -165,7 +169,7 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if r.ValuesWatch != nil {
-		if err := c.Watch(source.Channel(r.ValuesWatch.events, &handler.EnqueueRequestForObject{})); err != nil {
+		if err := c.Watch(source.Channel(r.ValuesWatch.events, r.triggers.full())); err != nil {
 			return err
 		}
 		if err := mgr.Add(r.ValuesWatch); err != nil {
@@ -225,16 +229,43 @@ func (a appliedChanged) Update(e event.UpdateEvent) bool {
 
 // statusOnly reports whether an update that appliedChanged passed changed only the status: such an
 // event needs a health check, not a re-apply. Kinds without a generation never count as status-only.
+// The Deployment controller's revision annotation is not drift (rukpak never applies it, so a
+// re-apply would not change it): a Deployment's first rollout no longer re-applies its bundle.
 func statusOnly(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld, e.ObjectNew
 	return o != nil && n != nil && n.GetGeneration() != 0 && o.GetGeneration() == n.GetGeneration() &&
-		maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+		maps.Equal(o.GetLabels(), n.GetLabels()) && equalBut(o.GetAnnotations(), n.GetAnnotations(), deploymentRevisionAnnotation)
+}
+
+// deploymentRevisionAnnotation is the annotation the Deployment controller writes on every Deployment.
+const deploymentRevisionAnnotation = "deployment.kubernetes.io/revision"
+
+// equalBut reports whether a and b hold the same entries apart from key.
+func equalBut(a, b map[string]string, key string) bool {
+	n := len(a)
+	if _, ok := a[key]; ok {
+		n--
+	}
+	m := len(b)
+	if _, ok := b[key]; ok {
+		m--
+	}
+	if n != m {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; k != key && (!ok || w != v) {
+			return false
+		}
+	}
+	return true
 }
 
 // triggers remembers, per BundleDeployment, whether every watch event since its last reconcile only
 // asked for a health check (statuses and endpoints changed), so that the reconcile can skip
 // unpacking, rendering and re-applying. Reconciles without a noted event (the BundleDeployment
-// changed, a re-check, a CA rotation) always apply.
+// changed, a requeue) always apply; so do those with any event noted as not health-only (drift, a
+// CA rotation: full) and every fullRecheckEvery-th re-check (recheck.go).
 type triggers struct {
 	mu      sync.Mutex
 	pending map[string]bool // BundleDeployment → every pending event is health-only
@@ -284,6 +315,18 @@ func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealth
 		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(e.Object, othersHealthOnly, q)
+		},
+	}
+}
+
+// full enqueues the BundleDeployment of a generic event (a CA rotation, a registry that answered, a
+// changed valuesFrom document) for a full reconcile: it notes an event that is not health-only, so
+// that health-only events pending beside it cannot make the reconcile skip the apply it asks for.
+func (t *triggers) full() handler.EventHandler {
+	return handler.Funcs{
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			t.note(e.Object.GetName(), false)
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Object.GetName()}})
 		},
 	}
 }

@@ -11,6 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
+func annotated(d *appsv1.Deployment, a map[string]string) *appsv1.Deployment {
+	d.Annotations = a
+	return d
+}
+
 func TestStatusOnly(t *testing.T) {
 	dep := func(gen int64, labels map[string]string) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Generation: gen, Labels: labels}}
@@ -24,6 +29,11 @@ func TestStatusOnly(t *testing.T) {
 		{"spec changed (generation)", dep(2, nil), dep(3, nil), false},
 		{"labels changed", dep(2, nil), dep(2, map[string]string{"a": "b"}), false},
 		{"kind without generation", &corev1.ConfigMap{}, &corev1.ConfigMap{}, false},
+		{"the Deployment controller's revision", annotated(dep(2, nil), nil), annotated(dep(2, nil), map[string]string{deploymentRevisionAnnotation: "1"}), true},
+		{"the revision moved", annotated(dep(2, nil), map[string]string{deploymentRevisionAnnotation: "1", "a": "b"}), annotated(dep(2, nil), map[string]string{deploymentRevisionAnnotation: "2", "a": "b"}), true},
+		{"another annotation with it", annotated(dep(2, nil), nil), annotated(dep(2, nil), map[string]string{deploymentRevisionAnnotation: "1", "a": "b"}), false},
+		{"another annotation changed", annotated(dep(2, nil), map[string]string{"a": "b"}), annotated(dep(2, nil), map[string]string{"a": "c"}), false},
+		{"another annotation removed", annotated(dep(2, nil), map[string]string{"a": "b"}), annotated(dep(2, nil), map[string]string{deploymentRevisionAnnotation: "1"}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := statusOnly(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {

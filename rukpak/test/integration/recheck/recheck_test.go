@@ -1,0 +1,186 @@
+// Package recheck checks, against a real kube-apiserver and etcd (envtest), that the periodic
+// re-check of an unhealthy BundleDeployment checks its health without re-applying its bundle, while
+// drift is still reverted at once. It runs its own rukpak controller, re-checking every 200 ms
+// instead of every 30 s, so that many re-checks happen within the test.
+package recheck
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/olmv1/olmv1/platform/apiservertest"
+	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/apply"
+	"github.com/olmv1/olmv1/rukpak/internal/controller"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
+	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
+	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
+)
+
+const (
+	systemNamespace = "olmv1-system"
+	every           = 200 * time.Millisecond
+)
+
+// deployment never becomes ready here: envtest runs no kube-controller-manager, so its
+// BundleDeployment stays unhealthy and is re-checked every 200 ms.
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: never-ready
+spec:
+  selector: {matchLabels: {app: never-ready}}
+  template:
+    metadata: {labels: {app: never-ready}}
+    spec:
+      containers: [{name: c, image: example.invalid/c:v1}]
+`
+
+// steps reads how many times each step of a reconcile ran (rukpak_reconcile_step_duration_seconds).
+func steps(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "rukpak_reconcile_step_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "step" {
+					out[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
+	s := apiservertest.StartForTest(t, apiservertest.Options{
+		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		AddToScheme: []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme},
+	})
+	ctx := t.Context()
+	k8s := s.Client
+	for _, ns := range []string{systemNamespace, "recheck"} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundles := unpackertest.New(t)
+	bundles.PushAs("example.com/recheck:v1", "example.com/recheck:v1@sha256:"+strings.Repeat("a", 64),
+		map[string]string{"manifests/deployment.yaml": deployment})
+
+	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
+		Scheme:                 s.Scheme,
+		Cache:                  controller.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r := &controller.BundleDeploymentReconciler{
+		Client:    mgr.GetClient(),
+		Unpacker:  bundles,
+		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{rukpakv1alpha1.ProvisionerPlain: plain.New()},
+		Engine: &apply.Engine{Client: k8s, Scheme: s.Scheme,
+			Storage: apply.NewSecretsStorage(kubernetes.NewForConfigOrDie(s.Config), systemNamespace, 10)},
+		Namespace:        systemNamespace,
+		Metrics:          controller.NewMetrics(reg),
+		UnhealthyRecheck: every,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	if err := k8s.Create(ctx, &rukpakv1alpha1.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "recheck"},
+		Spec: rukpakv1alpha1.BundleDeploymentSpec{
+			ProvisionerClassName: rukpakv1alpha1.ProvisionerPlain,
+			InstallNamespace:     "recheck",
+			Source:               rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: "example.com/recheck:v1"}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	unhealthy := func(ctx context.Context) (bool, error) {
+		bd := &rukpakv1alpha1.BundleDeployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "recheck"}, bd); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) &&
+			meta.IsStatusConditionFalse(bd.Status.Conditions, rukpakv1alpha1.TypeHealthy), nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, unhealthy); err != nil {
+		t.Fatalf("the BundleDeployment is not Installed and unhealthy: %v", err)
+	}
+
+	// At least 25 re-checks: health is checked each time, the bundle applied on two or three of them
+	// (every tenth) besides the install. Before, every re-check applied (as many applies as health
+	// checks).
+	start := steps(t, reg)
+	var now map[string]uint64
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		now = steps(t, reg)
+		return now[controller.StepHealth]-start[controller.StepHealth] >= 25, nil
+	}); err != nil {
+		t.Fatalf("fewer than 25 health checks within a minute at one re-check per %s: %v", every, now)
+	}
+	checks, applies := now[controller.StepHealth]-start[controller.StepHealth], now[controller.StepApply]-start[controller.StepApply]
+	t.Logf("over the re-checks: %d health checks, %d applies", checks, applies)
+	if applies > checks/10+1 {
+		t.Errorf("%d applies over %d health checks: the re-checks of an unhealthy BundleDeployment must check health, applying only every tenth time", applies, checks)
+	}
+	if applies == 0 {
+		t.Errorf("no apply over %d health checks: every tenth re-check must apply in full", checks)
+	}
+
+	// Drift is still reverted at once, between re-checks.
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "recheck", Name: "never-ready"}, d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Template.Spec.Containers[0].Image = "example.invalid/edited:v2"
+	if err := k8s.Patch(ctx, d, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "recheck", Name: "never-ready"}, d); err != nil {
+			return false, err
+		}
+		return d.Spec.Template.Spec.Containers[0].Image == "example.invalid/c:v1", nil
+	}); err != nil {
+		t.Fatalf("a hand edit of the Deployment was not reverted: %v", err)
+	}
+}
