@@ -6,7 +6,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,19 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/preflight"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
+	"github.com/olmv1/olmv1/rukpak/test/integration/rukpaktest"
 )
 
 const systemNamespace = "olmv1-system"
@@ -67,13 +62,7 @@ func setup(s *apiservertest.Suite) error {
 		return err
 	}
 	bundles.RouteVerified(verifying)
-	scheme := s.Scheme
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	mgr, err := rukpaktest.NewManager(restConfig, s.Scheme)
 	if err != nil {
 		return err
 	}
@@ -81,38 +70,20 @@ func setup(s *apiservertest.Suite) error {
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}); err != nil {
 		return err
 	}
-	r := &controller.BundleDeploymentReconciler{
-		Client:         mgr.GetClient(),
-		EndpointReader: k8s,
-		Unpacker:       bundles,
-		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{
-			rukpakv1alpha1.ProvisionerPlain: plain.New(),
-		},
-		Engine: &apply.Engine{
-			Client:  k8s,
-			Scheme:  scheme,
-			Storage: apply.NewSecretsStorage(clientset, systemNamespace, 10),
-		},
-		Preflight: preflight.CRDUpgradeSafety(k8s),
-		Namespace: systemNamespace,
-		Recorder:  mgr.GetEventRecorder("rukpak"),
-		// As rukpak runs by default: several BundleDeployments at once (TestConcurrentInstalls).
-		MaxConcurrentReconciles: 8,
-		// controller-runtime's back-off, except for the BundleDeployments a test slows down
-		// (release_watch_test.go).
-		RateLimiter: retries,
-	}
+	r := rukpaktest.PlainReconciler(mgr, k8s, bundles, systemNamespace)
+	r.EndpointReader = k8s
+	r.Preflight = preflight.CRDUpgradeSafety(k8s)
+	r.Recorder = mgr.GetEventRecorder("rukpak")
+	// As rukpak runs by default: several BundleDeployments at once (TestConcurrentInstalls).
+	r.MaxConcurrentReconciles = 8
+	// controller-runtime's back-off, except for the BundleDeployments a test slows down
+	// (release_watch_test.go).
+	r.RateLimiter = retries
 	reconciler = r
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.Cleanup(func() error { cancel(); return nil })
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
+	s.Cleanup(rukpaktest.Start(mgr))
 	return nil
 }
 

@@ -22,20 +22,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/internal/apply"
-	"github.com/olmv1/olmv1/rukpak/internal/controller"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/imagebuild"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/sourcetest"
+	"github.com/olmv1/olmv1/rukpak/test/integration/rukpaktest"
 )
 
 const (
@@ -74,34 +68,21 @@ func setup(s *apiservertest.Suite) error {
 		return err
 	}
 	unpacks.DiskUnpacker = u
-	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme: s.Scheme, Cache: controller.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
+	mgr, err := rukpaktest.NewManager(s.Config, s.Scheme)
 	if err != nil {
 		return err
 	}
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}); err != nil {
 		return err
 	}
-	r := &controller.BundleDeploymentReconciler{
-		Client:    mgr.GetClient(),
-		Unpacker:  unpacks,
-		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{rukpakv1alpha1.ProvisionerPlain: plain.New()},
-		Engine: &apply.Engine{Client: k8s, Scheme: s.Scheme,
-			Storage: apply.NewSecretsStorage(kubernetes.NewForConfigOrDie(s.Config), systemNamespace, 10)},
-		Namespace:               systemNamespace,
-		MaxConcurrentReconciles: workers,
-	}
+	r := rukpaktest.PlainReconciler(mgr, k8s, unpacks, systemNamespace)
+	r.MaxConcurrentReconciles = workers
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	// Stopped first (cleanups run in reverse), which ends the pulls still waiting on the stalled
 	// listener; its error, if any, fails the suite.
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
-	s.Cleanup(func() error { cancel(); return <-stopped })
+	s.Cleanup(rukpaktest.Start(mgr))
 	return nil
 }
 

@@ -18,18 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/olmv1/olmv1/platform/apiservertest"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
-	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/controller"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner"
-	"github.com/olmv1/olmv1/rukpak/internal/provisioner/plain"
 	"github.com/olmv1/olmv1/rukpak/pkg/source/unpackertest"
+	"github.com/olmv1/olmv1/rukpak/test/integration/rukpaktest"
 )
 
 const (
@@ -90,35 +85,19 @@ func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
 	bundles.PushAs("example.com/recheck:v1", "example.com/recheck:v1@sha256:"+strings.Repeat("a", 64),
 		map[string]string{"manifests/deployment.yaml": deployment})
 
-	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme:                 s.Scheme,
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	mgr, err := rukpaktest.NewManager(s.Config, s.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	r := &controller.BundleDeploymentReconciler{
-		Client:    mgr.GetClient(),
-		Unpacker:  bundles,
-		Renderers: map[rukpakv1alpha1.ProvisionerClassName]provisioner.Renderer{rukpakv1alpha1.ProvisionerPlain: plain.New()},
-		Engine: &apply.Engine{Client: k8s, Scheme: s.Scheme,
-			Storage: apply.NewSecretsStorage(kubernetes.NewForConfigOrDie(s.Config), systemNamespace, 10)},
-		Namespace:        systemNamespace,
-		Metrics:          controller.NewMetrics(reg),
-		UnhealthyRecheck: every,
-	}
+	r := rukpaktest.PlainReconciler(mgr, k8s, bundles, systemNamespace)
+	r.Metrics, r.UnhealthyRecheck = controller.NewMetrics(reg), every
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
+	stop := rukpaktest.Start(mgr)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	})
