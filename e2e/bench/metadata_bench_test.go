@@ -128,8 +128,11 @@ func startOLM(b *testing.B) {
 		olm.env, olm.err = localcluster.StartEnvironment(ctx, localcluster.EnvOptions{
 			RepoRoot: repoRoot(), BinDir: binDir, Dir: dir,
 			// $BENCH_KUBE_CONTROLLER_MANAGER_ARGS and $BENCH_KUBE_SCHEDULER_ARGS: e.g. their client's QPS
-			// (--kube-api-qps, default 20 and 50), which paces the Deployments' rollouts at N = 1,000.
+			// (--kube-api-qps, default 20 and 50), which paces the Deployments' rollouts at N = 1,000;
+			// $BENCH_KUBE_APISERVER_ARGS: e.g. --audit-policy-file and --audit-log-path, to see which
+			// client sends which requests.
 			ClusterArgs: map[string][]string{
+				"kube-apiserver":          strings.Fields(os.Getenv("BENCH_KUBE_APISERVER_ARGS")),
 				"kube-controller-manager": strings.Fields(os.Getenv("BENCH_KUBE_CONTROLLER_MANAGER_ARGS")),
 				"kube-scheduler":          strings.Fields(os.Getenv("BENCH_KUBE_SCHEDULER_ARGS")),
 			},

@@ -56,7 +56,8 @@ type Options struct {
 	// kinds wait that long to be collected).
 	BeforeControllers func(*rest.Config) error
 	// ExtraArgs are flags added to a control-plane component's own, by its name
-	// ("kube-controller-manager", "kube-scheduler"): a benchmark's way to try another setting.
+	// ("kube-apiserver", "kube-controller-manager", "kube-scheduler"): a benchmark's way to try
+	// another setting (or to turn on kube-apiserver's audit log and see who sends what).
 	ExtraArgs map[string][]string
 }
 
@@ -204,7 +205,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports cl
 	); err != nil {
 		return nil, err
 	}
-	if err := c.launch(o.Detached, "kube-apiserver", b.APIServer, append(c.apiServerNetworkFlags(p),
+	if err := c.launch(o.Detached, "kube-apiserver", b.APIServer, append(append(c.apiServerNetworkFlags(p),
 		"--etcd-servers="+etcdURL,
 		"--secure-port="+strconv.Itoa(ports.apiServer),
 		"--tls-cert-file="+p.path(servingCert), "--tls-private-key-file="+p.path(servingKey),
@@ -221,7 +222,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, p pki, ports cl
 		"--service-account-key-file="+p.path(serviceAccountPub),
 		"--service-account-signing-key-file="+p.path(serviceAccountKey),
 		"--allow-privileged=true",
-	)...); err != nil {
+	), o.ExtraArgs["kube-apiserver"]...)...); err != nil {
 		return nil, err
 	}
 	if c.Netns != nil {
