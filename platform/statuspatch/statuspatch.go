@@ -1,6 +1,7 @@
 // Package statuspatch writes the status of a reconciled object the one way the three controllers
 // do: only when it changed, as one merge patch of the status subresource computed from the object
-// as the reconcile read it.
+// as the reconcile read it; and (Lag) tells a reconcile that reads the object from a cache that has
+// not seen the controller's own last write yet.
 package statuspatch
 
 import (
