@@ -121,6 +121,9 @@ type Result struct {
 	// Waiting, when set, says that the revision is applied up to a phase that waits on a progression
 	// probe: it stays pending (nothing is pruned) and the next Apply resumes it; Objects are what was applied.
 	Waiting *PhaseWaitError
+	// History is every stored revision once applied, newest first, as History would read it back
+	// (nil while Waiting): the records this Apply read and wrote, without listing them again.
+	History []Revision
 }
 
 // Reasons of an *Error, matching the BundleDeployment's Installed condition reasons.
@@ -236,7 +239,7 @@ func (e *Engine) install(ctx context.Context, req Request, revs *revisions, depl
 	if err := e.markDeployed(rel, revs, leftAlone, description); err != nil {
 		return nil, err
 	}
-	return &Result{Revision: rel.Version, Changed: true, Objects: objs, LeftAlone: leftAlone}, nil
+	return &Result{Revision: rel.Version, Changed: true, Objects: objs, LeftAlone: leftAlone, History: newestFirst(revs.with(rel))}, nil
 }
 
 // claimObjects reads the existing objects of objs and checks them against req's collision policy;
@@ -267,7 +270,7 @@ func (e *Engine) reapplyDeployed(ctx context.Context, req Request, revs *revisio
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Revision: deployed.Version, Objects: objs, LeftAlone: append(recordedLeftAlone(deployed), leftAlone...)}, nil
+	return &Result{Revision: deployed.Version, Objects: objs, LeftAlone: append(recordedLeftAlone(deployed), leftAlone...), History: newestFirst(revs.all)}, nil
 }
 
 // recordPending records objs as a new revision, pending install or pending upgrade, before any of
@@ -284,7 +287,7 @@ func (e *Engine) recordPending(req Request, revs *revisions, objs []*unstructure
 	if last != nil && rel.Version == last.Version {
 		err = e.Storage.Update(rel)
 	} else {
-		err = e.create(rel)
+		err = e.create(rel, revs)
 	}
 	if err != nil {
 		return nil, corrupt(fmt.Errorf("recording revision %d of release %q: %w", rel.Version, req.Name, err))

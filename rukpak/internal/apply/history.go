@@ -22,6 +22,33 @@ type revisions struct {
 	last *release.Release
 	// interrupted are revisions left pending by a controller that stopped while applying them.
 	interrupted []*release.Release
+	// all is every stored revision, oldest first: what settle read, kept up to date by the writes
+	// of the Apply that read it (records written are these same values), for the history an Apply
+	// returns (Result.History) and the pruning of old records (Engine.create).
+	all []*release.Release
+}
+
+// with is the history after rel was recorded: all with rel in place of the revision of its number,
+// or added.
+func (revs *revisions) with(rel *release.Release) []*release.Release {
+	out := make([]*release.Release, 0, len(revs.all)+1)
+	for _, r := range revs.all {
+		if r.Version != rel.Version {
+			out = append(out, r)
+		}
+	}
+	out = append(out, rel)
+	sortByVersion(out)
+	return out
+}
+
+// newestFirst is hist (oldest first) as History returns it.
+func newestFirst(hist []*release.Release) []Revision {
+	out := make([]Revision, 0, len(hist))
+	for i := len(hist) - 1; i >= 0; i-- {
+		out = append(out, revisionOf(hist[i]))
+	}
+	return out
 }
 
 // isPending reports whether revision r is pending (being installed, upgraded or rolled back).
@@ -36,7 +63,7 @@ func (e *Engine) settle(name string) (*revisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	revs := &revisions{}
+	revs := &revisions{all: hist}
 	for _, r := range hist {
 		if r.Info != nil && r.Info.Status == release.StatusDeployed {
 			if revs.deployed != nil {
@@ -86,12 +113,7 @@ func (e *Engine) History(name string) ([]Revision, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Revision, 0, len(hist))
-	for i := len(hist) - 1; i >= 0; i-- {
-		r := hist[i]
-		out = append(out, revisionOf(r))
-	}
-	return out, nil
+	return newestFirst(hist), nil
 }
 
 // leftAloneKey records, in a revision's Helm config, the objects its prune left alone.

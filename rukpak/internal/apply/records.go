@@ -169,16 +169,45 @@ func corrupt(err error) error {
 const maxSetAside = 100
 
 // create records a new revision, numbered past the records set aside (SetAsideOwner) that hold
-// its number.
-func (e *Engine) create(rel *release.Release) error {
+// its number, once the oldest records beyond the history kept are deleted (pruneRecords).
+func (e *Engine) create(rel *release.Release, revs *revisions) error {
+	if err := e.pruneRecords(rel.Name, revs); err != nil {
+		return err
+	}
 	for skipped := 0; ; skipped++ {
-		err := e.Storage.Create(rel)
+		err := e.Storage.Driver.Create(recordKey(rel.Name, rel.Version), rel)
 		var sa *SetAsideError
 		if !errors.As(err, &sa) || skipped == maxSetAside {
 			return err
 		}
 		rel.Version++
 	}
+}
+
+// pruneRecords makes room for one more record of release name: it deletes the oldest records
+// beyond Storage.MaxHistory-1, never the deployed revision, as Helm's Storage.Create does, but
+// from the history revs already holds (Helm's reads it again, one more listing per revision).
+func (e *Engine) pruneRecords(name string, revs *revisions) error {
+	keep := e.Storage.MaxHistory - 1
+	if e.Storage.MaxHistory <= 0 || len(revs.all) <= keep {
+		return nil
+	}
+	excess := len(revs.all) - keep
+	var kept []*release.Release
+	var errs []error
+	for _, r := range revs.all {
+		if excess == 0 || (revs.deployed != nil && r.Version == revs.deployed.Version) {
+			kept = append(kept, r)
+			continue
+		}
+		excess--
+		if _, err := e.Storage.Delete(name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			errs = append(errs, fmt.Errorf("deleting revision %d of release %q beyond the history kept: %w", r.Version, name, err))
+			kept = append(kept, r)
+		}
+	}
+	revs.all = kept
+	return errors.Join(errs...)
 }
 
 // recordedObjects decodes what each of revs applied; a manifest that cannot be decoded makes its

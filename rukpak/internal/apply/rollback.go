@@ -11,11 +11,13 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 )
 
 // Keys of a revision's Helm config, besides digestKey and leftAloneKey.
@@ -79,28 +81,26 @@ func revisionOf(r *release.Release) Revision {
 
 // MarkHealthy records that revision version of release name was seen Healthy at at, unless it
 // already carries a time. It reports whether it wrote the record.
+// It reads that one record (not the release's whole history).
 func (e *Engine) MarkHealthy(name string, version int, at time.Time) (bool, error) {
-	hist, err := e.history(name)
-	if err != nil {
-		return false, err
+	r, err := e.Storage.Get(name, version)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		return false, nil
+	case err != nil:
+		return false, corrupt(fmt.Errorf("reading revision %d of release %q: %w", version, name, err))
 	}
-	for _, r := range hist {
-		if r.Version != version {
-			continue
-		}
-		if configString(r, healthyAtKey) != "" || r.Info == nil || r.Info.Status != release.StatusDeployed {
-			return false, nil
-		}
-		if r.Config == nil {
-			r.Config = map[string]interface{}{}
-		}
-		r.Config[healthyAtKey] = at.UTC().Format(time.RFC3339)
-		if err := e.Storage.Update(r); err != nil {
-			return false, corrupt(fmt.Errorf("recording that revision %d of release %q is healthy: %w", version, name, err))
-		}
-		return true, nil
+	if configString(r, healthyAtKey) != "" || r.Info == nil || r.Info.Status != release.StatusDeployed {
+		return false, nil
 	}
-	return false, nil
+	if r.Config == nil {
+		r.Config = map[string]interface{}{}
+	}
+	r.Config[healthyAtKey] = at.UTC().Format(time.RFC3339)
+	if err := e.Storage.Update(r); err != nil {
+		return false, corrupt(fmt.Errorf("recording that revision %d of release %q is healthy: %w", version, name, err))
+	}
+	return true, nil
 }
 
 // RollbackRequest asks to replace the deployed revision From with the content of the earlier
@@ -129,11 +129,7 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*Result, er
 		return nil, fmt.Errorf("revision %d of release %q is no longer the deployed one: not rolling it back", req.From, req.Name)
 	}
 	var target *release.Release
-	hist, err := e.history(req.Name)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range hist {
+	for _, r := range revs.all {
 		if r.Version == req.To {
 			target = r
 		}

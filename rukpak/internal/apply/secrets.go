@@ -54,6 +54,41 @@ type ChunkedSecrets struct {
 	// Namespace is the Secrets' namespace, for messages.
 	Namespace string
 	ChunkSize int
+
+	// heads is, per record key, the resourceVersion and chunk count of its head Secret as this
+	// driver last read or wrote it (a headSeen): an update is sent at that resourceVersion without
+	// reading the Secret first, and reads it only when that resourceVersion is stale (someone else
+	// changed or deleted it) or unknown.
+	heads sync.Map
+}
+
+// headSeen is what ChunkedSecrets.heads holds for a record.
+type headSeen struct {
+	resourceVersion string
+	// chunks is how many Secrets the record has (1: the head alone), math.MaxInt when its head's
+	// count cannot be read.
+	chunks int
+}
+
+// seen remembers head s as the record's current head Secret.
+func (d *ChunkedSecrets) seen(s *corev1.Secret) {
+	if s == nil || s.ResourceVersion == "" {
+		return
+	}
+	d.heads.Store(s.Name, headSeen{resourceVersion: s.ResourceVersion, chunks: chunkCount(s)})
+}
+
+// chunkCount is how many Secrets head s says its record has: 1 without the annotation,
+// math.MaxInt when the annotation cannot be read (every chunk beyond a new count is then deleted).
+func chunkCount(s *corev1.Secret) int {
+	a, ok := s.Annotations[chunksAnnotation]
+	if !ok {
+		return 1
+	}
+	if n, err := strconv.Atoi(a); err == nil && n >= 1 {
+		return n
+	}
+	return math.MaxInt
 }
 
 var _ driver.Driver = (*ChunkedSecrets)(nil)
@@ -143,6 +178,7 @@ func (d *ChunkedSecrets) Delete(key string) (*release.Release, error) {
 	if err := d.deleteChunks(key, 2); err != nil {
 		return nil, err
 	}
+	d.heads.Delete(key)
 	if err := d.Client.Delete(context.TODO(), key, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -151,8 +187,9 @@ func (d *ChunkedSecrets) Delete(key string) (*release.Release, error) {
 
 // write stores rls as key: a new record (Create), or over the one there (Update). A record that
 // fits in one Secret, nearly every one, costs one request to create (its name is looked at only
-// when it is taken) and two to update (read, then replace at that resourceVersion); chunks are
-// deleted only when the record had more of them than it has now.
+// when it is taken) and one to update when this driver read or wrote it last (replace at the
+// resourceVersion it saw; two, read then replace, when it did not or someone else changed it
+// since); chunks are deleted only when the record had more of them than it has now.
 func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) error {
 	data, err := encodeRelease(rls)
 	if err != nil {
@@ -194,13 +231,14 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 	if err := d.putChunks(key, rls.Name, chunks); err != nil {
 		return err
 	}
-	_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+	created, err := d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return driver.ErrReleaseExists
 	}
 	if err != nil {
 		return fmt.Errorf("storing release %q: %w", key, err)
 	}
+	d.seen(created)
 	// Chunks of a longer record that a crash left behind, before its head was written.
 	return d.deleteChunks(key, len(chunks)+1)
 }
@@ -210,8 +248,9 @@ func (d *ChunkedSecrets) write(key string, rls *release.Release, update bool) er
 // this name stay until the record is deleted (Delete deletes every chunk): nothing reads them.
 func (d *ChunkedSecrets) createOne(key, name string, head *corev1.Secret) error {
 	for attempt := 0; ; attempt++ {
-		_, err := d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+		created, err := d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
 		if err == nil {
+			d.seen(created)
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -228,9 +267,29 @@ func (d *ChunkedSecrets) createOne(key, name string, head *corev1.Secret) error 
 }
 
 // replace writes head and its chunks over the record key: its chunks first, so that the head never
-// points at chunks that do not exist yet, then the head at the resourceVersion read, then the
-// chunks the record had beyond its new count. A record that is not there is created.
+// points at chunks that do not exist yet, then the head at the resourceVersion this driver last saw
+// (read first when it saw none, or when someone else changed the Secret since), then the chunks the
+// record had beyond its new count. A record that is not there is created.
 func (d *ChunkedSecrets) replace(key, name string, head *corev1.Secret, chunks []string) error {
+	if v, ok := d.heads.Load(key); ok {
+		seen := v.(headSeen)
+		if err := d.putChunks(key, name, chunks); err != nil {
+			return err
+		}
+		head.ResourceVersion = seen.resourceVersion
+		updated, err := d.Client.Update(context.TODO(), head, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			d.seen(updated)
+			return d.dropChunksBeyond(key, seen.chunks, len(chunks))
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			// Changed or deleted by someone else since: read what is there, as below.
+			d.heads.Delete(key)
+		default:
+			return fmt.Errorf("storing release %q: %w", key, err)
+		}
+	}
+	head.ResourceVersion = ""
 	cur, err := d.Client.Get(context.TODO(), key, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -241,27 +300,28 @@ func (d *ChunkedSecrets) replace(key, name string, head *corev1.Secret, chunks [
 	if err := d.putChunks(key, name, chunks); err != nil {
 		return err
 	}
+	var written *corev1.Secret
 	if cur == nil {
-		_, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
+		written, err = d.Client.Create(context.TODO(), head, metav1.CreateOptions{})
 	} else {
 		head.ResourceVersion = cur.ResourceVersion
-		_, err = d.Client.Update(context.TODO(), head, metav1.UpdateOptions{})
+		written, err = d.Client.Update(context.TODO(), head, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("storing release %q: %w", key, err)
 	}
+	d.seen(written)
 	had := 1
 	if cur != nil {
-		if a, ok := cur.Annotations[chunksAnnotation]; ok {
-			// Unreadable: delete every chunk beyond the new count, as many as there are.
-			had = math.MaxInt
-			if n, err := strconv.Atoi(a); err == nil && n >= 1 {
-				had = n
-			}
-		}
+		had = chunkCount(cur)
 	}
-	if had > len(chunks) {
-		return d.deleteChunks(key, len(chunks)+1)
+	return d.dropChunksBeyond(key, had, len(chunks))
+}
+
+// dropChunksBeyond deletes the chunks of key beyond its new count now, when it had more.
+func (d *ChunkedSecrets) dropChunksBeyond(key string, had, now int) error {
+	if had > now {
+		return d.deleteChunks(key, now+1)
 	}
 	return nil
 }
@@ -373,6 +433,7 @@ func (d *ChunkedSecrets) decodeSecret(s *corev1.Secret) (*release.Release, error
 	if problem := checkRecord(s, r); problem != "" {
 		return nil, bad("%s", problem)
 	}
+	d.seen(s)
 	r.Labels = map[string]string{}
 	for k, v := range s.Labels {
 		switch k {

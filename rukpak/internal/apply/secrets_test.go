@@ -276,10 +276,37 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
+// withResourceVersions makes cs's Secrets keep resourceVersions as the API server does: every write
+// gets a new one, and an update at another one is a Conflict (the fake stores neither).
+func withResourceVersions(cs *fake.Clientset) {
+	var next int
+	secrets := corev1.SchemeGroupVersion.WithResource("secrets")
+	cs.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		next++
+		a.(k8stesting.CreateAction).GetObject().(*corev1.Secret).ResourceVersion = fmt.Sprint(next)
+		return false, nil, nil // stored by the fake's tracker
+	})
+	cs.PrependReactor("update", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.UpdateAction).GetObject().(*corev1.Secret)
+		cur, err := cs.Tracker().Get(secrets, a.GetNamespace(), s.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if cur.(*corev1.Secret).ResourceVersion != s.ResourceVersion {
+			return true, nil, apierrors.NewConflict(secrets.GroupResource(), s.Name, errors.New("the object has been modified"))
+		}
+		next++
+		s.ResourceVersion = fmt.Sprint(next)
+		return false, nil, nil
+	})
+}
+
 // TestRecordWritesAreFewRequests: a record that fits in one Secret is created with one request and
-// replaced with two (read, then write at that resourceVersion); every install writes three or more.
+// replaced with one (at the resourceVersion the driver last saw); a record changed by someone else
+// since is read and replaced at its new resourceVersion; every install writes three or more.
 func TestRecordWritesAreFewRequests(t *testing.T) {
 	cs := fake.NewClientset()
+	withResourceVersions(cs)
 	d := &ChunkedSecrets{Client: cs.CoreV1().Secrets("sys"), Namespace: "sys"}
 	key := recordKey("bd", 1)
 	rls := &release.Release{Name: "bd", Version: 1, Manifest: "kind: ConfigMap", Info: &release.Info{Status: release.StatusPendingInstall}}
@@ -299,12 +326,44 @@ func TestRecordWritesAreFewRequests(t *testing.T) {
 		t.Errorf("Create sent %v, want [create]", got)
 	}
 	rls.Info.Status = release.StatusDeployed
-	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"get", "update"}) {
-		t.Errorf("Update sent %v, want [get update]", got)
+	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"update"}) {
+		t.Errorf("Update sent %v, want [update]", got)
 	}
 	got, err := d.Get(key)
 	if err != nil || got.Info.Status != release.StatusDeployed {
 		t.Fatalf("after Update: %v, %v", got, err)
+	}
+	// Someone else changes the Secret: the update at the resourceVersion the driver saw is refused,
+	// and the driver reads the Secret and writes over it (as it always did).
+	s, err := cs.CoreV1().Secrets("sys").Get(context.Background(), key, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Labels["edited-by"] = "someone"
+	if _, err := cs.CoreV1().Secrets("sys").Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rls.Info.Status = release.StatusSuperseded
+	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"update", "get", "update"}) {
+		t.Errorf("Update after someone else's change sent %v, want [update get update]", got)
+	}
+	if got, err := d.Get(key); err != nil || got.Info.Status != release.StatusSuperseded {
+		t.Fatalf("after the Update over someone else's change: %v, %v", got, err)
+	}
+	// A record read by this driver (Get) is replaced with one request too.
+	rls.Info.Status = release.StatusDeployed
+	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"update"}) {
+		t.Errorf("Update after a Get sent %v, want [update]", got)
+	}
+	// A record deleted by someone else since is created again.
+	if err := cs.CoreV1().Secrets("sys").Delete(context.Background(), key, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := verbs(func() error { return d.Update(key, rls) }); !slices.Equal(got, []string{"update", "get", "create"}) {
+		t.Errorf("Update after someone else deleted the record sent %v, want [update get create]", got)
+	}
+	if got, err := d.Get(key); err != nil || got.Info.Status != release.StatusDeployed {
+		t.Fatalf("after the Update of a deleted record: %v, %v", got, err)
 	}
 	// A taken name is still looked at: the same release's record is ErrReleaseExists.
 	if err := d.Create(key, rls); !errors.Is(err, driver.ErrReleaseExists) {

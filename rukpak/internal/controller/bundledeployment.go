@@ -111,7 +111,12 @@ type BundleDeploymentReconciler struct {
 	rechecks *rechecks
 	// healthyMarked is, per BundleDeployment, the revision last recorded as Healthy (MarkHealthy).
 	healthyMarked sync.Map
+	// lag holds reconciles back while the cache has not seen this controller's last writes.
+	lag statuspatch.Lag
 }
+
+// cacheLagRetry is how soon a reconcile held back by the cache's lag (statuspatch.Lag) looks again.
+const cacheLagRetry = 200 * time.Millisecond
 
 // installedState is what a health-only reconcile needs from the last apply of a BundleDeployment,
 // and what the BundleDeployment looked like then.
@@ -124,6 +129,9 @@ type installedState struct {
 	leftAlone   []string
 	description string
 	heldBack    string
+	// history is the revision history that apply left (with a Healthy time recorded since), newest
+	// first: status.history without listing the records again.
+	history []apply.Revision
 }
 
 // state is what the steps of one reconcile learn.
@@ -161,14 +169,25 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			r.Metrics.forget(req.Name)
 			r.installed.Delete(req.Name)
 			r.rechecks.forget(req.Name)
+			r.lag.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.lag.Behind(bd) {
+		// The cache has not seen this controller's last write (a status patch, the finalizer) yet:
+		// this read would apply again, record the same transitions' Events twice and patch the same
+		// status again. The events that asked for this reconcile stay noted for the next one.
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	if !bd.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, bd) // also while paused (pause.go)
 	}
+	read := bd.ResourceVersion
 	if err := r.ensureFinalizer(ctx, bd); err != nil {
 		return ctrl.Result{}, err
+	}
+	if bd.ResourceVersion != read {
+		r.lag.Wrote(bd, read)
 	}
 	if r.ValuesWatch != nil {
 		r.ValuesWatch.Track(bd)
@@ -195,8 +214,12 @@ func (r *BundleDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	r.Metrics.observe(bd)
 	r.emitEvents(orig, bd, st)
 	// Most reconciles (drift and health events) change nothing: no request then.
-	if _, perr := statuspatch.IfChanged(ctx, r.Client, "BundleDeployment", orig, bd, bundleDeploymentStatus); perr != nil {
+	patched, perr := statuspatch.IfChanged(ctx, r.Client, "BundleDeployment", orig, bd, bundleDeploymentStatus)
+	if perr != nil {
 		return ctrl.Result{}, perr
+	}
+	if patched {
+		r.lag.Wrote(bd, orig.ResourceVersion)
 	}
 	return r.result(ctx, bd, st, err)
 }
@@ -225,14 +248,16 @@ func (r *BundleDeploymentReconciler) result(ctx context.Context, bd *rukpakv1alp
 		every = unhealthyRecheck
 	}
 	health, poll := recheck(bd, st, every)
+	if err != nil {
+		return step.Result(err, poll) // the retry or back-off looks again; no re-check is scheduled
+	}
 	switch {
-	case err != nil:
 	case health == 0:
 		r.rechecks.cancel(bd.Name)
 	case !r.rechecks.after(bd.Name, health):
 		poll = ctrl.Result{RequeueAfter: health} // no rechecks (not started): a requeue, which applies
 	}
-	return step.Result(err, poll)
+	return step.Result(nil, poll)
 }
 
 // recheck is when a successful reconcile looks again: a health check (recheck.go) when the progress
@@ -267,7 +292,7 @@ func (r *BundleDeploymentReconciler) healthOnly(bd *rukpakv1alpha1.BundleDeploym
 		!meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
 		return false
 	}
-	st.applied = &apply.Result{Revision: last.revision, HeldBack: last.heldBack}
+	st.applied = &apply.Result{Revision: last.revision, HeldBack: last.heldBack, History: last.history}
 	st.count, st.plan, st.leftAlone, st.description = last.objects, last.plan, last.leftAlone, last.description
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -123,13 +124,23 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 		if v, ok := r.healthyMarked.Load(bd.Name); ok && v.(int) == rev {
 			return
 		}
-		marked, err := r.Engine.MarkHealthy(bd.Name, rev, time.Now())
+		now := time.Now()
+		marked, err := r.Engine.MarkHealthy(bd.Name, rev, now)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "recording when the revision became healthy", "revision", rev)
 			return
 		}
 		r.healthyMarked.Store(bd.Name, rev)
 		st.historyChanged = marked
+		if marked && st.applied.History != nil {
+			// What the record now says, without reading the history again.
+			st.applied.History = withHealthyAt(st.applied.History, rev, now)
+			if v, ok := r.installed.Load(bd.Name); ok && v.(*installedState).revision == rev {
+				last := *v.(*installedState)
+				last.history = st.applied.History
+				r.installed.Store(bd.Name, &last)
+			}
+		}
 		return
 	}
 	if bd.Spec.ProgressDeadline == nil {
@@ -175,7 +186,8 @@ func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *
 	st.applied, st.count, st.plan = res, len(res.Objects), r.healthPlan(bd, st, res.Objects)
 	st.leftAlone = res.LeftAlone
 	r.installed.Store(bd.Name, &installedState{generation: bd.Generation, annotations: maps.Clone(bd.Annotations),
-		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack})
+		revision: res.Revision, objects: st.count, plan: st.plan, leftAlone: res.LeftAlone, description: st.description, heldBack: res.HeldBack,
+		history: res.History})
 	if r.Watches == nil {
 		return nil
 	}
@@ -184,4 +196,16 @@ func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *
 	}
 	r.Metrics.watchedKinds(r.Watches.Kinds())
 	return nil
+}
+
+// withHealthyAt is hist (newest first) with revision rev Healthy at at, as apply.Engine.MarkHealthy
+// records it (whole seconds, UTC); hist itself is not changed.
+func withHealthyAt(hist []apply.Revision, rev int, at time.Time) []apply.Revision {
+	out := slices.Clone(hist)
+	for i := range out {
+		if out[i].Version == rev {
+			out[i].HealthyAt = at.UTC().Truncate(time.Second)
+		}
+	}
+	return out
 }

@@ -56,8 +56,9 @@ func TestResult(t *testing.T) {
 	}
 }
 
-// Events: the explicit Installed Event, then one per condition transition (Normal unless the
-// condition fails); nothing when nothing changed.
+// Events: one per condition transition (Normal unless the condition fails), the Installed=True
+// transition telling a first install; the explicit Installed Event for a revision installed over
+// an installed one (Installed stays True); nothing when nothing changed.
 func TestEmitEvents(t *testing.T) {
 	cond := func(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
@@ -79,7 +80,6 @@ func TestEmitEvents(t *testing.T) {
 	r := &BundleDeploymentReconciler{Recorder: rec}
 	r.emitEvents(orig, bd, &state{applied: &apply.Result{Revision: 1, Changed: true}, hash: "sha256:1"})
 	want := []string{
-		"Normal Installed installed revision 1 (sha256:1)",
 		"Normal NotPaused Paused=False: not paused",
 		"Normal InstallationSucceeded Installed=True: revision 1 is installed",
 		"Warning Unhealthy Healthy=False: deployment x: 0/1 ready",
@@ -97,5 +97,14 @@ func TestEmitEvents(t *testing.T) {
 	r.emitEvents(bd, bd, &state{})
 	if len(rec.Events) != 0 {
 		t.Errorf("no change, yet %d more events: %q", len(rec.Events), <-rec.Events)
+	}
+	upgraded := bd.DeepCopy()
+	upgraded.Status.Conditions[2] = cond(rukpakv1alpha1.TypeInstalled, metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, "revision 2 is installed")
+	r.emitEvents(bd, upgraded, &state{applied: &apply.Result{Revision: 2, Changed: true}, hash: "sha256:2"})
+	if got, want := len(rec.Events), 1; got != want {
+		t.Fatalf("an upgrade recorded %d events, want %d", got, want)
+	}
+	if got, want := <-rec.Events, "Normal Installed installed revision 2 (sha256:2)"; got != want {
+		t.Errorf("upgrade: event %q, want %q", got, want)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/olmv1/olmv1/platform/conditionevents"
 	"github.com/olmv1/olmv1/platform/step"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
+	"github.com/olmv1/olmv1/rukpak/internal/apply"
 	"github.com/olmv1/olmv1/rukpak/internal/health"
 )
 
@@ -103,8 +104,13 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 		}
 		// Re-applying the deployed revision leaves the history as it is, unless it does not show that
 		// revision yet (a crash between recording a revision and writing the status). Status read (5).
+		// The history an Apply read and wrote (with a Healthy time recorded since) needs no listing.
 		if st.applied.Changed || st.historyChanged || len(bd.Status.History) == 0 || bd.Status.History[0].Revision != int64(st.applied.Revision) {
-			r.setHistory(bd)
+			if st.applied.History != nil {
+				setHistory(bd, st.applied.History)
+			} else {
+				r.readHistory(bd)
+			}
 		}
 	case se != nil && se.Condition == rukpakv1alpha1.TypeInstalled:
 		msg := se.Error()
@@ -112,7 +118,7 @@ func (r *BundleDeploymentReconciler) setStatus(bd *rukpakv1alpha1.BundleDeployme
 			msg += fmt.Sprintf(" (revision %d stays installed)", bd.Status.InstalledRevision)
 		}
 		set(rukpakv1alpha1.TypeInstalled, metav1.ConditionFalse, se.Reason, msg)
-		r.setHistory(bd)
+		r.readHistory(bd)
 	case !installed && se != nil && se.Reason == rukpakv1alpha1.ReasonUnpackPending && lastAttemptFailed(bd):
 		// Status read (8): the attempt being retried failed, and its reason stays until the retry
 		// ends; Unpacked says that the unpack waits, and why.
@@ -148,12 +154,18 @@ func lastAttemptFailed(bd *rukpakv1alpha1.BundleDeployment) bool {
 	return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == bd.Generation && c.Reason != rukpakv1alpha1.ReasonInstallPending
 }
 
-// setHistory copies the newest deployed and superseded revisions into status.history.
-func (r *BundleDeploymentReconciler) setHistory(bd *rukpakv1alpha1.BundleDeployment) {
+// readHistory reads the revision history and copies it into status.history (setHistory).
+func (r *BundleDeploymentReconciler) readHistory(bd *rukpakv1alpha1.BundleDeployment) {
 	revs, err := r.Engine.History(bd.Name)
 	if err != nil {
 		return
 	}
+	setHistory(bd, revs)
+}
+
+// setHistory copies the newest deployed and superseded revisions of revs (newest first) into
+// status.history.
+func setHistory(bd *rukpakv1alpha1.BundleDeployment, revs []apply.Revision) {
 	var hist []rukpakv1alpha1.BundleDeploymentRevision
 	for _, rev := range revs {
 		if rev.Status != "deployed" && rev.Status != "superseded" {
@@ -187,7 +199,9 @@ var eventPolicy = conditionevents.Policy{
 // emitEvents records what this reconcile installed and left in place, then one Event per condition
 // transition from orig to bd.
 func (r *BundleDeploymentReconciler) emitEvents(orig, bd *rukpakv1alpha1.BundleDeployment, st *state) {
-	if st.applied != nil && st.applied.Changed {
+	// A first install (Installed becomes True) is told by the Installed condition's own Event, which
+	// names the revision; an upgrade (Installed stays True) by this one.
+	if st.applied != nil && st.applied.Changed && meta.IsStatusConditionTrue(orig.Status.Conditions, rukpakv1alpha1.TypeInstalled) {
 		conditionevents.Normal(r.Recorder, bd, "Installed", "Install", fmt.Sprintf("installed revision %d (%s)", st.applied.Revision, st.hash))
 	}
 	if st.applied != nil && st.applied.Changed && len(st.leftAlone) > 0 {

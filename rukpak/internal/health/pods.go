@@ -22,7 +22,7 @@ const maxPodMessage = 512
 // reader (the API server directly: rukpak does not label them and they are not in its cache); when they
 // cannot be read, why is returned as it is.
 func withPodProblems(ctx context.Context, reader client.Reader, u *unstructured.Unstructured, why string) string {
-	if reader == nil {
+	if reader == nil || !reportsPods(u) {
 		return why
 	}
 	sel, found, _ := unstructured.NestedMap(u.Object, "spec", "selector")
@@ -66,6 +66,16 @@ func withPodProblems(ctx context.Context, reader client.Reader, u *unstructured.
 		return why + "; " + p
 	}
 	return why
+}
+
+// reportsPods reports whether workload u's status counts any pod: a Deployment or StatefulSet with
+// status.replicas, a DaemonSet with pods scheduled. One whose controller has not created a pod yet
+// (a new workload, the first look after an apply) has none to read, and its pods are not listed.
+func reportsPods(u *unstructured.Unstructured) bool {
+	if u.GetKind() == "DaemonSet" {
+		return int64At(u, "status", "currentNumberScheduled") > 0 || int64At(u, "status", "numberMisscheduled") > 0
+	}
+	return int64At(u, "status", "replicas") > 0
 }
 
 // PodProblem describes the most telling problem among pods (the pods of one workload), or "" when

@@ -1,12 +1,15 @@
 package health
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func pod(name string, age time.Duration, status corev1.PodStatus) corev1.Pod {
@@ -69,5 +72,58 @@ func TestPodProblemIsBounded(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: strings.Repeat("x ", 3000)}}}}}
 	if got := PodProblem([]corev1.Pod{pod("a", 0, st)}); len(got) > maxPodMessage+len("…") {
 		t.Fatalf("message of %d bytes, want at most %d", len(got), maxPodMessage)
+	}
+}
+
+// countingReader counts the pod listings of withPodProblems and answers with pods.
+type countingReader struct {
+	client.Reader
+	lists int
+	pods  []corev1.Pod
+}
+
+func (c *countingReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	c.lists++
+	list.(*corev1.PodList).Items = c.pods
+	return nil
+}
+
+// TestPodsAreListedOnlyOnceTheWorkloadCountsThem: a workload whose status counts no pod (its
+// controller has not created one yet: the first look after every install) costs no pod listing;
+// once it counts one, its pods' problem is in the message.
+func TestPodsAreListedOnlyOnceTheWorkloadCountsThem(t *testing.T) {
+	unready := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "no such image"}}}}}
+	for _, tc := range []struct {
+		name   string
+		obj    string
+		status map[string]interface{}
+		lists  int
+	}{
+		{"Deployment without status", "Deployment", nil, 0},
+		{"Deployment with no replicas yet", "Deployment", map[string]interface{}{"observedGeneration": int64(1)}, 0},
+		{"Deployment with a pod", "Deployment", map[string]interface{}{"replicas": int64(1), "unavailableReplicas": int64(1)}, 1},
+		{"StatefulSet with a pod", "StatefulSet", map[string]interface{}{"replicas": int64(1)}, 1},
+		{"DaemonSet with nothing scheduled", "DaemonSet", map[string]interface{}{"desiredNumberScheduled": int64(2)}, 0},
+		{"DaemonSet with pods scheduled", "DaemonSet", map[string]interface{}{"desiredNumberScheduled": int64(2), "currentNumberScheduled": int64(2)}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "apps/v1", "kind": tc.obj,
+				"metadata": map[string]interface{}{"name": "w", "namespace": "ns"},
+				"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "w"}}},
+			}}
+			if tc.status != nil {
+				u.Object["status"] = tc.status
+			}
+			r := &countingReader{pods: []corev1.Pod{pod("w-1", time.Second, unready)}}
+			got := withPodProblems(context.Background(), r, u, "not ready")
+			if r.lists != tc.lists {
+				t.Errorf("%d pod listings, want %d", r.lists, tc.lists)
+			}
+			if want := tc.lists > 0; strings.Contains(got, "ImagePullBackOff") != want {
+				t.Errorf("message %q: names the pod's problem: %v, want %v", got, !want, want)
+			}
+		})
 	}
 }
