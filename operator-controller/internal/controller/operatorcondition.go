@@ -136,8 +136,13 @@ func (r *OperatorReconciler) ensureOperatorCondition(ctx context.Context, op *op
 }
 
 // ensureConditionRBAC writes the Role that lets the OperatorCondition key be read and updated, and
-// its RoleBinding to the ServiceAccounts rukpak created for bd's installed revision.
+// its RoleBinding to the ServiceAccounts rukpak created for bd's installed revision. Before bd has
+// an installed revision there are no such ServiceAccounts (and no pods to read the OperatorCondition):
+// both wait for it, which spares a RoleBinding without subjects and its update on every install.
 func (r *OperatorReconciler) ensureConditionRBAC(ctx context.Context, op *operatorsv1alpha1.Operator, bd *rukpakv1alpha1.BundleDeployment, key types.NamespacedName) error {
+	if bd.Status.InstalledRevision == 0 {
+		return nil
+	}
 	revision := strconv.FormatInt(bd.Status.InstalledRevision, 10)
 	rb := &rbacv1.RoleBinding{}
 	err := r.Client.Get(ctx, key, rb)
