@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,14 @@ const maxPodMessage = 512
 // termination message, or a container that runs but fails its readiness probe. The pods are read with
 // reader (the API server directly: rukpak does not label them and they are not in its cache); when they
 // cannot be read, why is returned as it is.
+//
+// A Deployment whose rollout advanced within the last rolloutAdvancedWithin is not stuck, and its pods
+// are not read either: they would say at most that they are starting. That spares a pod listing at
+// every step of every rollout (the steps are what brings the health checks); a rollout that stops
+// advancing has its pods read at the first look after that (the re-check of an unhealthy
+// BundleDeployment comes every 30 s).
 func withPodProblems(ctx context.Context, reader client.Reader, u *unstructured.Unstructured, why string) string {
-	if reader == nil || !reportsPods(u) {
+	if reader == nil || !reportsPods(u) || rolloutAdvancedRecently(u, now()) {
 		return why
 	}
 	sel, found, _ := unstructured.NestedMap(u.Object, "spec", "selector")
@@ -66,6 +73,44 @@ func withPodProblems(ctx context.Context, reader client.Reader, u *unstructured.
 		return why + "; " + p
 	}
 	return why
+}
+
+// rolloutAdvancedWithin is how recent a Deployment's last rollout step must be for its pods not to be
+// read (see withPodProblems).
+const rolloutAdvancedWithin = 20 * time.Second
+
+// now is the clock of rolloutAdvancedRecently (tests set it).
+var now = time.Now
+
+// rolloutAdvancedRecently reports whether u is a Deployment in the middle of a rollout that advanced
+// within rolloutAdvancedWithin of at: its Progressing condition is True with a reason the Deployment
+// controller gives a rollout under way (a new ReplicaSet created or found, a replica updated, ready
+// or available, an old one gone), and its lastUpdateTime, which that controller moves at every such
+// step, is that recent. A lastUpdateTime further in the future than that (clocks apart) does not count.
+func rolloutAdvancedRecently(u *unstructured.Unstructured, at time.Time) bool {
+	if u.GetKind() != "Deployment" {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != "Progressing" {
+			continue
+		}
+		switch m["reason"] {
+		case "NewReplicaSetCreated", "FoundNewReplicaSet", "ReplicaSetUpdated":
+		default:
+			return false
+		}
+		last, _ := m["lastUpdateTime"].(string)
+		t, err := time.Parse(time.RFC3339, last)
+		if m["status"] != "True" || err != nil {
+			return false
+		}
+		d := at.Sub(t)
+		return d > -rolloutAdvancedWithin && d < rolloutAdvancedWithin
+	}
+	return false
 }
 
 // reportsPods reports whether workload u's status counts any pod: a Deployment or StatefulSet with

@@ -88,6 +88,20 @@ func (c *countingReader) List(_ context.Context, list client.ObjectList, _ ...cl
 	return nil
 }
 
+// expectPodListings checks that withPodProblems lists workload u's pods (answered with p) lists times,
+// and names p's problem exactly when it listed them.
+func expectPodListings(t *testing.T, u *unstructured.Unstructured, p corev1.Pod, problem string, lists int) {
+	t.Helper()
+	r := &countingReader{pods: []corev1.Pod{p}}
+	got := withPodProblems(context.Background(), r, u, "not ready")
+	if r.lists != lists {
+		t.Errorf("%d pod listings, want %d", r.lists, lists)
+	}
+	if want := lists > 0; strings.Contains(got, problem) != want {
+		t.Errorf("message %q: names the pod's problem: %v, want %v", got, !want, want)
+	}
+}
+
 // TestPodsAreListedOnlyOnceTheWorkloadCountsThem: a workload whose status counts no pod (its
 // controller has not created one yet: the first look after every install) costs no pod listing;
 // once it counts one, its pods' problem is in the message.
@@ -116,14 +130,43 @@ func TestPodsAreListedOnlyOnceTheWorkloadCountsThem(t *testing.T) {
 			if tc.status != nil {
 				u.Object["status"] = tc.status
 			}
-			r := &countingReader{pods: []corev1.Pod{pod("w-1", time.Second, unready)}}
-			got := withPodProblems(context.Background(), r, u, "not ready")
-			if r.lists != tc.lists {
-				t.Errorf("%d pod listings, want %d", r.lists, tc.lists)
-			}
-			if want := tc.lists > 0; strings.Contains(got, "ImagePullBackOff") != want {
-				t.Errorf("message %q: names the pod's problem: %v, want %v", got, !want, want)
-			}
+			expectPodListings(t, u, pod("w-1", time.Second, unready), "ImagePullBackOff", tc.lists)
+		})
+	}
+}
+
+// TestPodsAreNotListedWhileTheRolloutAdvances: a Deployment whose rollout took a step within the last
+// 20 s is moving, and its pods are not listed; one whose rollout has not moved for longer, or that is
+// not rolling out (complete, or past its deadline), has its pods' problem in the message.
+func TestPodsAreNotListedWhileTheRolloutAdvances(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return at }
+	unready := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}}}}
+	for _, tc := range []struct {
+		name           string
+		status, reason string
+		ago            time.Duration
+		lists          int
+	}{
+		{"a replica updated 5 s ago", "True", "ReplicaSetUpdated", 5 * time.Second, 0},
+		{"a new ReplicaSet created 1 s ago", "True", "NewReplicaSetCreated", time.Second, 0},
+		{"no step for 25 s", "True", "ReplicaSetUpdated", 25 * time.Second, 1},
+		{"clocks a minute apart", "True", "ReplicaSetUpdated", -time.Minute, 1},
+		{"rollout complete a second ago (a pod crashed since)", "True", "NewReplicaSetAvailable", time.Second, 1},
+		{"past its progress deadline", "False", "ProgressDeadlineExceeded", time.Second, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]interface{}{"name": "w", "namespace": "ns"},
+				"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "w"}}},
+				"status": map[string]interface{}{"replicas": int64(2), "updatedReplicas": int64(1), "unavailableReplicas": int64(1),
+					"conditions": []interface{}{map[string]interface{}{"type": "Progressing", "status": tc.status, "reason": tc.reason,
+						"lastUpdateTime": at.Add(-tc.ago).Format(time.RFC3339)}}},
+			}}
+			expectPodListings(t, u, pod("w-2", time.Second, unready), "CrashLoopBackOff", tc.lists)
 		})
 	}
 }
