@@ -54,16 +54,22 @@ func (r *OperatorReconciler) ensureNamespaceUnlessInstalled(ctx context.Context,
 // that it is removed with op. A namespace an earlier Operator created is shared: op becomes one more
 // owner. A namespace that existed before is left alone. With deletionPolicy Orphan a namespace OLM
 // created is released instead (see releaseNamespace).
+//
+// The namespace is created without a read first (an Operator's own namespace is new: one request
+// instead of two); only when it exists already is it read, to see who made it.
 func (r *OperatorReconciler) ensureNamespace(ctx context.Context, op *operatorsv1alpha1.Operator, name string) error {
-	ns := &corev1.Namespace{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, ns)
+	err := r.Client.Create(ctx, desiredNamespace(op, name))
 	switch {
-	case apierrors.IsNotFound(err):
-		if err := r.Client.Create(ctx, desiredNamespace(op, name)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating install namespace %q: %w", name, err)
-		}
+	case err == nil:
 		return nil
-	case err != nil:
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("creating install namespace %q: %w", name, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("install namespace %q was deleted while it was being created for Operator %q: retrying", name, op.Name)
+		}
 		return fmt.Errorf("getting install namespace %q: %w", name, err)
 	}
 	if ns.Labels[LabelOwnerKind] != "Operator" {
