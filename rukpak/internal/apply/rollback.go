@@ -80,27 +80,29 @@ func revisionOf(r *release.Release) Revision {
 }
 
 // MarkHealthy records that revision version of release name was seen Healthy at at, unless it
-// already carries a time. It reports whether it wrote the record.
+// already carries a time. It returns the time it wrote, as Revision.HealthyAt reads it back (whole
+// seconds, UTC), or the zero time when it wrote nothing.
 // It reads that one record (not the release's whole history).
-func (e *Engine) MarkHealthy(name string, version int, at time.Time) (bool, error) {
+func (e *Engine) MarkHealthy(name string, version int, at time.Time) (time.Time, error) {
 	r, err := e.Storage.Get(name, version)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
-		return false, nil
+		return time.Time{}, nil
 	case err != nil:
-		return false, corrupt(fmt.Errorf("reading revision %d of release %q: %w", version, name, err))
+		return time.Time{}, corrupt(fmt.Errorf("reading revision %d of release %q: %w", version, name, err))
 	}
 	if configString(r, healthyAtKey) != "" || r.Info == nil || r.Info.Status != release.StatusDeployed {
-		return false, nil
+		return time.Time{}, nil
 	}
 	if r.Config == nil {
 		r.Config = map[string]interface{}{}
 	}
-	r.Config[healthyAtKey] = at.UTC().Format(time.RFC3339)
+	recorded := at.UTC().Truncate(time.Second)
+	r.Config[healthyAtKey] = recorded.Format(time.RFC3339)
 	if err := e.Storage.Update(r); err != nil {
-		return false, corrupt(fmt.Errorf("recording that revision %d of release %q is healthy: %w", version, name, err))
+		return time.Time{}, corrupt(fmt.Errorf("recording that revision %d of release %q is healthy: %w", version, name, err))
 	}
-	return true, nil
+	return recorded, nil
 }
 
 // RollbackRequest asks to replace the deployed revision From with the content of the earlier

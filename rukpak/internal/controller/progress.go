@@ -124,17 +124,17 @@ func (r *BundleDeploymentReconciler) checkProgress(ctx context.Context, bd *rukp
 		if v, ok := r.healthyMarked.Load(bd.Name); ok && v.(int) == rev {
 			return
 		}
-		now := time.Now()
-		marked, err := r.Engine.MarkHealthy(bd.Name, rev, now)
+		recorded, err := r.Engine.MarkHealthy(bd.Name, rev, time.Now())
 		if err != nil {
 			log.FromContext(ctx).Error(err, "recording when the revision became healthy", "revision", rev)
 			return
 		}
 		r.healthyMarked.Store(bd.Name, rev)
+		marked := !recorded.IsZero()
 		st.historyChanged = marked
 		if marked && st.applied.History != nil {
 			// What the record now says, without reading the history again.
-			st.applied.History = withHealthyAt(st.applied.History, rev, now)
+			st.applied.History = withHealthyAt(st.applied.History, rev, recorded)
 			if v, ok := r.installed.Load(bd.Name); ok && v.(*installedState).revision == rev {
 				last := *v.(*installedState)
 				last.history = st.applied.History
@@ -198,13 +198,13 @@ func (r *BundleDeploymentReconciler) installedRevision(ctx context.Context, bd *
 	return nil
 }
 
-// withHealthyAt is hist (newest first) with revision rev Healthy at at, as apply.Engine.MarkHealthy
-// records it (whole seconds, UTC); hist itself is not changed.
+// withHealthyAt is hist (newest first) with revision rev Healthy at at (the time
+// apply.Engine.MarkHealthy recorded); hist itself is not changed.
 func withHealthyAt(hist []apply.Revision, rev int, at time.Time) []apply.Revision {
 	out := slices.Clone(hist)
 	for i := range out {
 		if out[i].Version == rev {
-			out[i].HealthyAt = at.UTC().Truncate(time.Second)
+			out[i].HealthyAt = at
 		}
 	}
 	return out
