@@ -262,7 +262,7 @@ func withWorkloadFailures(u *unstructured.Unstructured, why string) string {
 	return why
 }
 
-type conditionFields struct{ status, reason, message string }
+type conditionFields struct{ status, reason, message, lastUpdateTime string }
 
 // describe renders the condition as `label (reason): message`, leaving out what is empty.
 func (c *conditionFields) describe(label string) string {
@@ -287,6 +287,7 @@ func findCondition(u *unstructured.Unstructured, typ string) *conditionFields {
 		out.status, _ = m["status"].(string)
 		out.reason, _ = m["reason"].(string)
 		out.message, _ = m["message"].(string)
+		out.lastUpdateTime, _ = m["lastUpdateTime"].(string)
 		return out
 	}
 	return nil

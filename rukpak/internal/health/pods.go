@@ -91,26 +91,21 @@ func rolloutAdvancedRecently(u *unstructured.Unstructured, at time.Time) bool {
 	if u.GetKind() != "Deployment" {
 		return false
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]interface{})
-		if !ok || m["type"] != "Progressing" {
-			continue
-		}
-		switch m["reason"] {
-		case "NewReplicaSetCreated", "FoundNewReplicaSet", "ReplicaSetUpdated":
-		default:
-			return false
-		}
-		last, _ := m["lastUpdateTime"].(string)
-		t, err := time.Parse(time.RFC3339, last)
-		if m["status"] != "True" || err != nil {
-			return false
-		}
-		d := at.Sub(t)
-		return d > -rolloutAdvancedWithin && d < rolloutAdvancedWithin
+	c := findCondition(u, "Progressing")
+	if c == nil || c.status != "True" {
+		return false
 	}
-	return false
+	switch c.reason {
+	case "NewReplicaSetCreated", "FoundNewReplicaSet", "ReplicaSetUpdated":
+	default:
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, c.lastUpdateTime)
+	if err != nil {
+		return false
+	}
+	d := at.Sub(t)
+	return d > -rolloutAdvancedWithin && d < rolloutAdvancedWithin
 }
 
 // reportsPods reports whether workload u's status counts any pod: a Deployment or StatefulSet with
