@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -394,6 +395,9 @@ func (r *OperatorReconciler) ensureBundleDeployment(ctx context.Context, op *ope
 // bundle in the log.
 func (r *OperatorReconciler) writeBundleDeployment(ctx context.Context, have, want *rukpakv1alpha1.BundleDeployment, keysAndValues ...any) (*rukpakv1alpha1.BundleDeployment, error) {
 	if have == nil {
+		// rukpak's finalizer from the start: rukpak would add it in a write of its own (and a
+		// reconcile of it and of the Operator for that write's event) before doing anything else.
+		controllerutil.AddFinalizer(want, rukpakv1alpha1.UninstallFinalizer)
 		if err := r.Client.Create(ctx, want); err != nil {
 			return nil, writeFailed(fmt.Errorf("creating BundleDeployment %q: %w", want.Name, err))
 		}

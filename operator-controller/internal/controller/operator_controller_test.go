@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,27 @@ func (h *reconcilerHarness) operator(t *testing.T, name string) *operatorsv1alph
 	return op
 }
 
+func (h *reconcilerHarness) bundleDeployment(t *testing.T, name string) *rukpakv1alpha1.BundleDeployment {
+	t.Helper()
+	bd := &rukpakv1alpha1.BundleDeployment{}
+	if err := h.c.Get(t.Context(), types.NamespacedName{Name: name}, bd); err != nil {
+		t.Fatal(err)
+	}
+	return bd
+}
+
+// pkgBundleDeployment is the BundleDeployment operator-controller writes for op to install pkgFBC's
+// bundle into ns.
+func pkgBundleDeployment(t *testing.T, op *operatorsv1alpha1.Operator, ns string) *rukpakv1alpha1.BundleDeployment {
+	t.Helper()
+	b := &operators.Bundle{Name: "pkg.v1.0.0", Package: "pkg", Version: "1.0.0", Catalog: "main", Image: "registry.test/pkg:1"}
+	bd, err := desiredBundleDeployment(op, b, ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bd
+}
+
 func newOperator(name string) *operatorsv1alpha1.Operator {
 	return &operatorsv1alpha1.Operator{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: operatorsv1alpha1.OperatorSpec{PackageName: "pkg"}}
@@ -207,12 +229,7 @@ func TestStaleStatusInstallNamespaceIsNotRead(t *testing.T) {
 			op.Status.InstallNamespace = garbage
 			objs := []client.Object{op}
 			if tc.bdNS != "" {
-				b := &operators.Bundle{Name: "pkg.v1.0.0", Package: "pkg", Version: "1.0.0", Catalog: "main", Image: "registry.test/pkg:1"}
-				bd, err := desiredBundleDeployment(op, b, tc.bdNS, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				objs = append(objs, bd)
+				objs = append(objs, pkgBundleDeployment(t, op, tc.bdNS))
 			}
 			h := newReconcilerHarness(t, objs...)
 			h.content.set(pkgFBC(""), nil)
@@ -220,10 +237,7 @@ func TestStaleStatusInstallNamespaceIsNotRead(t *testing.T) {
 			if _, err := h.reconcile(t, "op"); err != nil {
 				t.Fatal(err)
 			}
-			got := &rukpakv1alpha1.BundleDeployment{}
-			if err := h.c.Get(t.Context(), types.NamespacedName{Name: "op"}, got); err != nil {
-				t.Fatal(err)
-			}
+			got := h.bundleDeployment(t, "op")
 			if got.Spec.InstallNamespace != tc.want {
 				t.Errorf("BundleDeployment installs into %q; want %q", got.Spec.InstallNamespace, tc.want)
 			}
@@ -279,5 +293,32 @@ func TestSetStatusTakesTheReasonFromTheStep(t *testing.T) {
 	}
 	if se, ok := step.As(installFailed(fmt.Errorf("wrapped: %w", step.Terminal(operatorsv1alpha1.TypeInstalled, "NotInstallable", errors.New("no"))))); !ok || !se.Terminal {
 		t.Errorf("installFailed lost the terminal step error: %+v", se)
+	}
+}
+
+// TestBundleDeploymentIsCreatedWithRukpaksFinalizer: the BundleDeployment operator-controller
+// creates carries rukpak's finalizer from the start (rukpak does not need a write of its own to add
+// it), and one that exists without it (created before) is left as it is: rukpak adds it there.
+func TestBundleDeploymentIsCreatedWithRukpaksFinalizer(t *testing.T) {
+	op := newOperator("op")
+	op.Finalizers = []string{Finalizer}
+	h := newReconcilerHarness(t, op)
+	h.content.set(pkgFBC(""), nil)
+	if _, err := h.reconcile(t, "op"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.bundleDeployment(t, "op").Finalizers, []string{rukpakv1alpha1.UninstallFinalizer}; !slices.Equal(got, want) {
+		t.Errorf("new BundleDeployment's finalizers %v; want %v", got, want)
+	}
+
+	old := newOperator("old")
+	old.Finalizers = []string{Finalizer}
+	h = newReconcilerHarness(t, old, pkgBundleDeployment(t, old, "pkg"))
+	h.content.set(pkgFBC(""), nil)
+	if _, err := h.reconcile(t, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.bundleDeployment(t, "old"); len(got.Finalizers) != 0 {
+		t.Errorf("existing BundleDeployment's finalizers %v; want them left as they were (none)", got.Finalizers)
 	}
 }

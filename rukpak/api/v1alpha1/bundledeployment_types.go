@@ -22,6 +22,13 @@ const (
 	ProvisionerKustomize ProvisionerClassName = "core-rukpak-io-kustomize"
 )
 
+// UninstallFinalizer is rukpak's finalizer: deleting a BundleDeployment that carries it uninstalls
+// what it applied (or orphans it, deletionPolicy Orphan) before rukpak removes the finalizer. rukpak
+// adds it to every BundleDeployment it reconciles; a client that creates a BundleDeployment may set
+// it at creation (operator-controller does), which spares rukpak a write. rukpak removes it also
+// from a BundleDeployment it never installed, so it only ever waits for a running rukpak.
+const UninstallFinalizer = "core.rukpak.io/uninstall"
+
 // Condition types of a BundleDeployment.
 const (
 	// TypeUnpacked is True when the content of the current spec.source was fetched and parsed.

@@ -35,8 +35,9 @@ import (
 )
 
 const (
-	// Finalizer makes deleting a BundleDeployment uninstall what it applied.
-	Finalizer = "core.rukpak.io/uninstall"
+	// Finalizer makes deleting a BundleDeployment uninstall what it applied (the API's
+	// UninstallFinalizer, which a client may set at creation).
+	Finalizer = rukpakv1alpha1.UninstallFinalizer
 	// DeleteCRDsAnnotation set to "true" on a BundleDeployment makes its deletion also delete the
 	// CustomResourceDefinitions it installed, and with them every custom resource of those kinds.
 	// By default CRDs (and so users' data) are left in place.

@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	"github.com/olmv1/olmv1/deppy/pkg/cluster"
@@ -34,6 +35,7 @@ import (
 	"github.com/olmv1/olmv1/operator-controller/internal/catalogs"
 	"github.com/olmv1/olmv1/operator-controller/internal/controller"
 	"github.com/olmv1/olmv1/platform/apiservertest"
+	"github.com/olmv1/olmv1/platform/objmeta"
 	rukpakv1alpha1 "github.com/olmv1/olmv1/rukpak/api/v1alpha1"
 	"github.com/olmv1/olmv1/rukpak/pkg/source"
 )
@@ -126,6 +128,9 @@ func setup(s *apiservertest.Suite) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
+	if err := playRukpakFinalizer(mgr); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -136,4 +141,19 @@ func setup(s *apiservertest.Suite) error {
 	})
 	k8s, restConfig = s.Client, s.Config
 	return nil
+}
+
+// playRukpakFinalizer removes rukpak's finalizer (which operator-controller sets on the
+// BundleDeployments it creates) from a deleted BundleDeployment, as rukpak does once it has
+// uninstalled it: there is no rukpak here, and nothing was installed.
+func playRukpakFinalizer(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).Named("test-rukpak-finalizer").For(&rukpakv1alpha1.BundleDeployment{}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			bd := &rukpakv1alpha1.BundleDeployment{}
+			if err := c.Get(ctx, req.NamespacedName, bd); err != nil || bd.DeletionTimestamp.IsZero() {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(objmeta.RemoveFinalizer(ctx, c, bd, "BundleDeployment", rukpakv1alpha1.UninstallFinalizer))
+		}))
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
@@ -121,6 +122,11 @@ func cleanupMigration(pkg, catalog string) {
 		_ = k8s.Delete(ctx, op)
 	}
 	_ = k8s.Delete(ctx, &rukpakv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: pkg}})
+	// Gone (the suite's stand-in removes rukpak's finalizer) before the CRD is released, as rukpak
+	// releases it while uninstalling.
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: pkg}, &rukpakv1alpha1.BundleDeployment{})), nil
+	})
 	releaseGizmoCRD(nil)
 }
 
@@ -187,7 +193,8 @@ func installBundleDeployments(ctx context.Context) {
 	}
 	for i := range bds.Items {
 		bd := &bds.Items[i]
-		if bd.Spec.Source.Image == nil || bd.Spec.Source.Image.Ref != image(bd.Name, migratedBundleOf(bd.Name).version) || bd.Status.ObservedGeneration == bd.Generation {
+		// A deleted one is uninstalled, not applied (its deletion bumped its generation).
+		if !bd.DeletionTimestamp.IsZero() || bd.Spec.Source.Image == nil || bd.Spec.Source.Image.Ref != image(bd.Name, migratedBundleOf(bd.Name).version) || bd.Status.ObservedGeneration == bd.Generation {
 			continue
 		}
 		installed, reason, msg := metav1.ConditionTrue, rukpakv1alpha1.ReasonInstallationSucceeded, "installed by the test's rukpak"

@@ -313,6 +313,36 @@ func TestInvalidBundleAndUnpackFailure(t *testing.T) {
 	}
 }
 
+// TestFinalizerSetAtCreationIsRemovedWithoutAnInstall: a BundleDeployment created with rukpak's
+// finalizer already on it (as operator-controller creates them) whose bundle never unpacked is
+// deleted as soon as it is deleted: rukpak removes the finalizer although it installed nothing.
+func TestFinalizerSetAtCreationIsRemovedWithoutAnInstall(t *testing.T) {
+	const name = "finalizer-at-creation"
+	ctx := t.Context()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	bd := &rukpakv1alpha1.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{rukpakv1alpha1.UninstallFinalizer}},
+		Spec: rukpakv1alpha1.BundleDeploymentSpec{
+			ProvisionerClassName: rukpakv1alpha1.ProvisionerPlain,
+			InstallNamespace:     name,
+			Source:               rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: "example.com/never-pushed:v1"}},
+		},
+	}
+	if err := k8s.Create(ctx, bd); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, name, rukpakv1alpha1.TypeUnpacked, metav1.ConditionFalse, rukpakv1alpha1.ReasonUnpackFailed)
+	if err := k8s.Delete(ctx, bd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the BundleDeployment to be gone", func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKey{Name: name}, bd)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
 func TestUninstall(t *testing.T) {
 	const name = "uninstall"
 	crd := `apiVersion: apiextensions.k8s.io/v1
