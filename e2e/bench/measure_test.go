@@ -94,16 +94,21 @@ func (p processStats) cpuSeconds() float64 {
 	return (utime + stime) / 100 // USER_HZ is 100 on Linux
 }
 
-// cpuReading is the CPU seconds used so far by the controllers, kube-apiserver and etcd, and by the
-// whole machine (every process: /proc/stat's busy time over all cores).
+// cpuReading is the CPU seconds used so far by the controllers, kube-apiserver, etcd, the rest of
+// the control plane (kube-controller-manager, kube-scheduler, kwok), the benchmark's own process
+// (its clients, watches and the registry the bundles are pulled from), and by the whole machine
+// (every process: /proc/stat's busy time over all cores).
 type cpuReading struct {
-	operatorController, rukpak, apiserver, etcd, machineBusy, machineAll float64
+	operatorController, rukpak, apiserver, etcd, controlPlane, bench, machineBusy, machineAll float64
 }
 
 func cpuNow() cpuReading {
 	r := cpuReading{
 		operatorController: controllerProcess("operator-controller").cpuSeconds(), rukpak: controllerProcess("rukpak").cpuSeconds(),
 		apiserver: clusterProcess("kube-apiserver").cpuSeconds(), etcd: clusterProcess("etcd").cpuSeconds(),
+		controlPlane: clusterProcess("kube-controller-manager").cpuSeconds() + clusterProcess("kube-scheduler").cpuSeconds() +
+			clusterProcess("kwok").cpuSeconds(),
+		bench: processStats{pid: os.Getpid()}.cpuSeconds(),
 	}
 	r.machineBusy, r.machineAll = machineCPU()
 	return r
@@ -111,7 +116,7 @@ func cpuNow() cpuReading {
 
 func (r cpuReading) minus(o cpuReading) cpuReading {
 	return cpuReading{r.operatorController - o.operatorController, r.rukpak - o.rukpak, r.apiserver - o.apiserver,
-		r.etcd - o.etcd, r.machineBusy - o.machineBusy, r.machineAll - o.machineAll}
+		r.etcd - o.etcd, r.controlPlane - o.controlPlane, r.bench - o.bench, r.machineBusy - o.machineBusy, r.machineAll - o.machineAll}
 }
 
 // String says where the CPU went, and how busy the machine's cores were (100 %: every core busy).
@@ -120,8 +125,9 @@ func (r cpuReading) String() string {
 	if r.machineAll > 0 {
 		busy = 100 * r.machineBusy / r.machineAll
 	}
-	return fmt.Sprintf("operator-controller %.1f, rukpak %.1f, kube-apiserver %.1f, etcd %.1f, every process %.1f CPU-s; the cores %.0f %% busy",
-		r.operatorController, r.rukpak, r.apiserver, r.etcd, r.machineBusy, busy)
+	return fmt.Sprintf("operator-controller %.1f, rukpak %.1f, kube-apiserver %.1f, etcd %.1f, "+
+		"kube-controller-manager+kube-scheduler+kwok %.1f, the benchmark's process %.1f, every process %.1f CPU-s; the cores %.0f %% busy",
+		r.operatorController, r.rukpak, r.apiserver, r.etcd, r.controlPlane, r.bench, r.machineBusy, busy)
 }
 
 // machineCPU is /proc/stat's CPU seconds of every core: busy (all but idle and iowait) and all.
