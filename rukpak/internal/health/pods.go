@@ -27,9 +27,10 @@ const maxPodMessage = 512
 // are not read either: they would say at most that they are starting. That spares a pod listing at
 // every step of every rollout (the steps are what brings the health checks); a rollout that stops
 // advancing has its pods read at the first look after that (the re-check of an unhealthy
-// BundleDeployment comes every 30 s).
+// BundleDeployment comes every 30 s). Nor are the pods of a workload whose controller has not
+// observed its current spec yet (specObserved).
 func withPodProblems(ctx context.Context, reader client.Reader, u *unstructured.Unstructured, why string) string {
-	if reader == nil || !reportsPods(u) || rolloutAdvancedRecently(u, now()) {
+	if reader == nil || !reportsPods(u) || !specObserved(u) || rolloutAdvancedRecently(u, now()) {
 		return why
 	}
 	sel, found, _ := unstructured.NestedMap(u.Object, "spec", "selector")
@@ -106,6 +107,15 @@ func rolloutAdvancedRecently(u *unstructured.Unstructured, at time.Time) bool {
 	}
 	d := at.Sub(t)
 	return d > -rolloutAdvancedWithin && d < rolloutAdvancedWithin
+}
+
+// specObserved reports whether u's controller has observed its current spec: status.observedGeneration
+// is not behind metadata.generation. Until it has, no pod of that spec exists and the pods it has
+// belong to the previous one (an upgrade waiting for a busy Deployment controller: minutes at 1,000
+// Operators); their problems are not what the workload waits for, and the message already says that
+// it waits for its controller.
+func specObserved(u *unstructured.Unstructured) bool {
+	return int64At(u, "status", "observedGeneration") >= u.GetGeneration()
 }
 
 // reportsPods reports whether workload u's status counts any pod: a Deployment or StatefulSet with

@@ -103,23 +103,27 @@ func expectPodListings(t *testing.T, u *unstructured.Unstructured, p corev1.Pod,
 }
 
 // TestPodsAreListedOnlyOnceTheWorkloadCountsThem: a workload whose status counts no pod (its
-// controller has not created one yet: the first look after every install) costs no pod listing;
-// once it counts one, its pods' problem is in the message.
+// controller has not created one yet: the first look after every install), or only pods of the spec
+// before (its controller has not observed the current one: the first looks after an upgrade), costs
+// no pod listing; once it counts one of its current spec, its pods' problem is in the message.
 func TestPodsAreListedOnlyOnceTheWorkloadCountsThem(t *testing.T) {
 	unready := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "no such image"}}}}}
 	for _, tc := range []struct {
-		name   string
-		obj    string
-		status map[string]interface{}
-		lists  int
+		name       string
+		obj        string
+		generation int64
+		status     map[string]interface{}
+		lists      int
 	}{
-		{"Deployment without status", "Deployment", nil, 0},
-		{"Deployment with no replicas yet", "Deployment", map[string]interface{}{"observedGeneration": int64(1)}, 0},
-		{"Deployment with a pod", "Deployment", map[string]interface{}{"replicas": int64(1), "unavailableReplicas": int64(1)}, 1},
-		{"StatefulSet with a pod", "StatefulSet", map[string]interface{}{"replicas": int64(1)}, 1},
-		{"DaemonSet with nothing scheduled", "DaemonSet", map[string]interface{}{"desiredNumberScheduled": int64(2)}, 0},
-		{"DaemonSet with pods scheduled", "DaemonSet", map[string]interface{}{"desiredNumberScheduled": int64(2), "currentNumberScheduled": int64(2)}, 1},
+		{"Deployment without status", "Deployment", 1, nil, 0},
+		{"Deployment with no replicas yet", "Deployment", 1, map[string]interface{}{"observedGeneration": int64(1)}, 0},
+		{"Deployment with a pod", "Deployment", 1, map[string]interface{}{"observedGeneration": int64(1), "replicas": int64(1), "unavailableReplicas": int64(1)}, 1},
+		{"Deployment with a pod of the spec before (generation 2 not observed yet)", "Deployment", 2,
+			map[string]interface{}{"observedGeneration": int64(1), "replicas": int64(1), "unavailableReplicas": int64(1)}, 0},
+		{"StatefulSet with a pod", "StatefulSet", 1, map[string]interface{}{"observedGeneration": int64(1), "replicas": int64(1)}, 1},
+		{"DaemonSet with nothing scheduled", "DaemonSet", 1, map[string]interface{}{"observedGeneration": int64(1), "desiredNumberScheduled": int64(2)}, 0},
+		{"DaemonSet with pods scheduled", "DaemonSet", 1, map[string]interface{}{"observedGeneration": int64(1), "desiredNumberScheduled": int64(2), "currentNumberScheduled": int64(2)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]interface{}{
@@ -127,6 +131,7 @@ func TestPodsAreListedOnlyOnceTheWorkloadCountsThem(t *testing.T) {
 				"metadata": map[string]interface{}{"name": "w", "namespace": "ns"},
 				"spec":     map[string]interface{}{"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "w"}}},
 			}}
+			u.SetGeneration(tc.generation)
 			if tc.status != nil {
 				u.Object["status"] = tc.status
 			}
