@@ -69,6 +69,8 @@ type Engine struct {
 	Storage *storage.Storage
 	// CRDEstablishTimeout bounds the wait for applied CRDs to be Established (default 30s).
 	CRDEstablishTimeout time.Duration
+
+	own ownWrites
 }
 
 // Request is one desired state of a release.

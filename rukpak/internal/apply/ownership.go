@@ -200,6 +200,11 @@ func (e *Engine) applyOne(ctx context.Context, self string, policy rukpakv1alpha
 		}
 		err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldOwner), client.ForceOwnership)
 		if err == nil {
+			// obj is the API server's answer now: an existing object this apply changed is
+			// remembered, so that its watch event is not taken for drift (a creation's is not).
+			if live != nil && obj.GetResourceVersion() != live.GetResourceVersion() {
+				e.own.record(KeyOf(u), obj.GetResourceVersion())
+			}
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == writeRetries {

@@ -49,9 +49,11 @@ func CacheOptions() cache.Options {
 // Services rukpak applied carry rukpak's owner labels, and a webhook Service getting (or losing) a
 // ready endpoint reconciles its BundleDeployment at once.
 type Watches struct {
-	ctrl      controller.Controller
-	cache     cache.Cache
-	triggers  *triggers
+	ctrl     controller.Controller
+	cache    cache.Cache
+	triggers *triggers
+	// engine tells rukpak's own applies from drift (healthOnlyUpdate); nil: every spec change is drift.
+	engine    *apply.Engine
 	mu        sync.Mutex
 	seen      map[schema.GroupVersionKind]bool
 	endpoints bool
@@ -99,7 +101,7 @@ func (w *Watches) Ensure(ctx context.Context, objs []*unstructured.Unstructured)
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src := source.Kind[client.Object](w.cache, u, w.triggers.handler(statusOnly, false), appliedChanged{status: w.statusDecidesHealth})
+		src := source.Kind[client.Object](w.cache, u, w.triggers.appliedHandler(gvk), appliedChanged{status: w.statusDecidesHealth})
 		if err := w.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
@@ -151,6 +153,9 @@ func (r *BundleDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.triggers = &triggers{pending: map[string]bool{}}
+	if r.Engine != nil {
+		r.triggers.own = r.Engine.ConsumeOwnWrite
+	}
 	r.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), triggers: r.triggers, seen: map[schema.GroupVersionKind]bool{}}
 	r.rechecks = newRechecks(r.triggers)
 	if err := c.Watch(r.rechecks.source()); err != nil {
@@ -266,22 +271,61 @@ func equalBut(a, b map[string]string, key string) bool {
 // unpacking, rendering and re-applying. Reconciles without a noted event (the BundleDeployment
 // changed, a requeue) always apply; so do those with any event noted as not health-only (drift, a
 // CA rotation: full) and every fullRecheckEvery-th re-check (recheck.go).
+//
+// A change of an applied object's spec, labels or annotations is drift unless it is rukpak's own
+// apply (an upgrade changes its Deployments' spec, and that write's event came back as drift and
+// was applied a second time): such events are kept as echoes (the object and its resourceVersion)
+// and decided when the BundleDeployment is reconciled, by own (apply.Engine.ConsumeOwnWrite). By then
+// the apply that wrote them has returned and recorded its answer: the same BundleDeployment is never
+// reconciled twice at once.
 type triggers struct {
 	mu      sync.Mutex
 	pending map[string]bool // BundleDeployment → every pending event is health-only
+	// echoes are, per BundleDeployment, the pending changes of applied objects that may be
+	// rukpak's own applies.
+	echoes map[string][]echo
+	// own reports whether an object's resourceVersion is what rukpak's last apply of it wrote, and
+	// forgets that apply (nil: every change is drift).
+	own func(apply.ObjectKey, string) bool
+}
+
+// echo is a change of an applied object that may be rukpak's own apply.
+type echo struct {
+	key             apply.ObjectKey
+	resourceVersion string
 }
 
 func (t *triggers) note(name string, healthOnly bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.noteLocked(name, healthOnly)
+}
+
+func (t *triggers) noteLocked(name string, healthOnly bool) {
 	if prev, ok := t.pending[name]; ok {
 		healthOnly = healthOnly && prev
 	}
 	t.pending[name] = healthOnly
 }
 
-// take returns whether the reconcile of name was asked for by health-only events alone, and forgets
-// them.
+// noteEcho notes a change of the applied object at key, now at resourceVersion rv: health-only if
+// it is rukpak's own apply (decided by take), drift otherwise.
+func (t *triggers) noteEcho(name string, key apply.ObjectKey, rv string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.own == nil {
+		t.noteLocked(name, false)
+		return
+	}
+	t.noteLocked(name, true)
+	if t.echoes == nil {
+		t.echoes = map[string][]echo{}
+	}
+	t.echoes[name] = append(t.echoes[name], echo{key: key, resourceVersion: rv})
+}
+
+// take returns whether the reconcile of name was asked for by health-only events alone (echoes
+// of rukpak's own applies included), and forgets them.
 func (t *triggers) take(name string) bool {
 	if t == nil {
 		return false
@@ -289,14 +333,22 @@ func (t *triggers) take(name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	healthOnly, ok := t.pending[name]
+	echoes := t.echoes[name]
 	delete(t.pending, name)
+	delete(t.echoes, name)
+	for _, e := range echoes {
+		// Each is consumed, so that a later change of the same object is not taken for this write.
+		if !t.own(e.key, e.resourceVersion) {
+			healthOnly = false
+		}
+	}
 	return ok && healthOnly
 }
 
 // handler enqueues the owner of an event's object, noting whether the event was health-only:
 // creations, updates for which healthOnly says so, and other events when othersHealthOnly is set
 // (EndpointSlices).
-func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealthOnly bool) handler.EventHandler {
+func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealthOnly bool) handler.Funcs {
 	enqueue := func(o client.Object, only bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range ownerRequest(context.Background(), o) {
 			t.note(req.Name, only)
@@ -317,6 +369,25 @@ func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealth
 			enqueue(e.Object, othersHealthOnly, q)
 		},
 	}
+}
+
+// appliedHandler is the handler of the objects of kind gvk that rukpak applied: creations and status
+// changes are health-only (statusOnly), deletions drift, and any other change an echo (noteEcho).
+func (t *triggers) appliedHandler(gvk schema.GroupVersionKind) handler.Funcs {
+	h := t.handler(statusOnly, false)
+	h.UpdateFunc = func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		only := statusOnly(e)
+		for _, req := range ownerRequest(context.Background(), e.ObjectNew) {
+			if only {
+				t.note(req.Name, true)
+			} else {
+				t.noteEcho(req.Name, apply.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()},
+					e.ObjectNew.GetResourceVersion())
+			}
+			q.Add(req)
+		}
+	}
+	return h
 }
 
 // full enqueues the BundleDeployment of a generic event (a CA rotation, a registry that answered, a

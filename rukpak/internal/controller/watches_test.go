@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/olmv1/olmv1/rukpak/internal/apply"
 )
 
 func annotated(d *appsv1.Deployment, a map[string]string) *appsv1.Deployment {
@@ -65,6 +67,51 @@ func TestTriggersHealthOnlyUntilAnyOtherEvent(t *testing.T) {
 	var none *triggers
 	if none.take("a") {
 		t.Error("without triggers every reconcile applies")
+	}
+}
+
+// TestEchoesOfOwnAppliesAreHealthOnly: a change of an applied object that is rukpak's own apply
+// (own says so when the BundleDeployment is reconciled) asks for a health check only; one that is not,
+// any drift beside it, or no way to tell (own nil) asks for an apply.
+func TestEchoesOfOwnAppliesAreHealthOnly(t *testing.T) {
+	k := apply.ObjectKey{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "d"}
+	ownRV := map[apply.ObjectKey]string{}
+	own := func(key apply.ObjectKey, rv string) bool {
+		want, ok := ownRV[key]
+		delete(ownRV, key)
+		return ok && want == rv
+	}
+	tr := &triggers{pending: map[string]bool{}, own: own}
+
+	ownRV[k] = "5"
+	tr.noteEcho("a", k, "5")
+	if !tr.take("a") {
+		t.Error("the echo of rukpak's own apply asks for a health check only")
+	}
+	tr.noteEcho("a", k, "6")
+	if tr.take("a") {
+		t.Error("a change rukpak did not write is drift")
+	}
+	ownRV[k] = "7"
+	tr.noteEcho("a", k, "7")
+	tr.noteEcho("a", k, "8")
+	if tr.take("a") {
+		t.Error("a change after rukpak's own write is drift")
+	}
+	ownRV[k] = "9"
+	tr.noteEcho("a", k, "9")
+	tr.note("a", false)
+	if tr.take("a") {
+		t.Error("drift beside an echo must apply")
+	}
+	if tr.take("a") {
+		t.Error("take must forget the echoes it returned")
+	}
+
+	blind := &triggers{pending: map[string]bool{}}
+	blind.noteEcho("a", k, "9")
+	if blind.take("a") {
+		t.Error("without a way to tell rukpak's writes, every change is drift")
 	}
 }
 

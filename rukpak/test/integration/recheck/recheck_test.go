@@ -69,29 +69,29 @@ func steps(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
 	return out
 }
 
-func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
+// startRukpak starts a kube-apiserver and a rukpak controller that re-checks unhealthy
+// BundleDeployments every recheck, with bundles from the returned fake unpacker and namespace ns; reg
+// holds its metrics.
+func startRukpak(t *testing.T, recheck time.Duration, ns string) (client.Client, *unpackertest.Unpacker, *prometheus.Registry) {
+	t.Helper()
 	s := apiservertest.StartForTest(t, apiservertest.Options{
 		CRDDirs:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
 		AddToScheme: []func(*runtime.Scheme) error{rukpakv1alpha1.AddToScheme},
 	})
-	ctx := t.Context()
 	k8s := s.Client
-	for _, ns := range []string{systemNamespace, "recheck"} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	for _, n := range []string{systemNamespace, ns} {
+		if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bundles := unpackertest.New(t)
-	bundles.PushAs("example.com/recheck:v1", "example.com/recheck:v1@sha256:"+strings.Repeat("a", 64),
-		map[string]string{"manifests/deployment.yaml": deployment})
-
 	mgr, err := rukpaktest.NewManager(s.Config, s.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	r := rukpaktest.PlainReconciler(mgr, k8s, bundles, systemNamespace)
-	r.Metrics, r.UnhealthyRecheck = controller.NewMetrics(reg), every
+	r.Metrics, r.UnhealthyRecheck = controller.NewMetrics(reg), recheck
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,14 @@ func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+	return k8s, bundles, reg
+}
+
+func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
+	ctx := t.Context()
+	k8s, bundles, reg := startRukpak(t, every, "recheck")
+	bundles.PushAs("example.com/recheck:v1", "example.com/recheck:v1@sha256:"+strings.Repeat("a", 64),
+		map[string]string{"manifests/deployment.yaml": deployment})
 
 	if err := k8s.Create(ctx, &rukpakv1alpha1.BundleDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "recheck"},
@@ -145,21 +153,98 @@ func TestUnhealthyRechecksCheckHealthWithoutApplying(t *testing.T) {
 	}
 
 	// Drift is still reverted at once, between re-checks.
+	expectHandEditReverted(t, k8s, "recheck", "example.invalid/c:v1")
+}
+
+// expectHandEditReverted edits the image of Deployment never-ready in namespace ns by hand and
+// waits until rukpak has put back want.
+func expectHandEditReverted(t *testing.T, k8s client.Client, ns, want string) {
+	t.Helper()
+	ctx := t.Context()
 	d := &appsv1.Deployment{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "recheck", Name: "never-ready"}, d); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-ready"}, d); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Template.Spec.Containers[0].Image = "example.invalid/edited:v2"
+	d.Spec.Template.Spec.Containers[0].Image = "example.invalid/edited:v9"
 	if err := k8s.Patch(ctx, d, patch); err != nil {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "recheck", Name: "never-ready"}, d); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-ready"}, d); err != nil {
 			return false, err
 		}
-		return d.Spec.Template.Spec.Containers[0].Image == "example.invalid/c:v1", nil
+		return d.Spec.Template.Spec.Containers[0].Image == want, nil
 	}); err != nil {
 		t.Fatalf("a hand edit of the Deployment was not reverted: %v", err)
 	}
+}
+
+// TestUpgradeIsAppliedOnce: an upgrade that changes a Deployment's spec applies the bundle once. The
+// watch event of rukpak's own write comes back with a new generation; it is recognised as rukpak's
+// own (apply.Engine.ConsumeOwnWrite) and asks for a health check, not a second apply. A change made
+// by someone else afterwards is still drift, applied and reverted.
+func TestUpgradeIsAppliedOnce(t *testing.T) {
+	ctx := t.Context()
+	// No re-check within the test: every reconcile below is asked for by an event.
+	k8s, bundles, reg := startRukpak(t, time.Hour, "upgrade-once")
+	v2 := strings.Replace(deployment, "example.invalid/c:v1", "example.invalid/c:v2", 1)
+	bundles.PushAs("example.com/upgrade-once:v1", "example.com/upgrade-once:v1@sha256:"+strings.Repeat("1", 64),
+		map[string]string{"manifests/deployment.yaml": deployment})
+	bundles.PushAs("example.com/upgrade-once:v2", "example.com/upgrade-once:v2@sha256:"+strings.Repeat("2", 64),
+		map[string]string{"manifests/deployment.yaml": v2})
+	bd := &rukpakv1alpha1.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "upgrade-once"},
+		Spec: rukpakv1alpha1.BundleDeploymentSpec{
+			ProvisionerClassName: rukpakv1alpha1.ProvisionerPlain,
+			InstallNamespace:     "upgrade-once",
+			Source:               rukpakv1alpha1.Source{Type: rukpakv1alpha1.SourceTypeImage, Image: &rukpakv1alpha1.ImageSource{Ref: "example.com/upgrade-once:v1"}},
+		},
+	}
+	if err := k8s.Create(ctx, bd); err != nil {
+		t.Fatal(err)
+	}
+	installed := func(revision int64) wait.ConditionWithContextFunc {
+		return func(ctx context.Context) (bool, error) {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: "upgrade-once"}, bd); err != nil {
+				return false, err
+			}
+			return bd.Status.InstalledRevision == revision && meta.IsStatusConditionTrue(bd.Status.Conditions, rukpakv1alpha1.TypeInstalled), nil
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, installed(1)); err != nil {
+		t.Fatalf("revision 1 is not Installed: %v", err)
+	}
+	// The Deployment's creation asks for a health check (a creation is not drift): wait for it, so
+	// that it is not counted below.
+	settled := steps(t, reg)
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		settled = steps(t, reg)
+		return settled[controller.StepHealth] >= 2, nil
+	}); err != nil {
+		t.Fatalf("no health check after the install's own: %v", settled)
+	}
+
+	bd.Spec.Source.Image.Ref = "example.com/upgrade-once:v2"
+	if err := k8s.Update(ctx, bd); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, installed(2)); err != nil {
+		t.Fatalf("revision 2 is not Installed: %v", err)
+	}
+	// The upgrade's reconcile checks health, and so does the one its write's event asks for.
+	var now map[string]uint64
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		now = steps(t, reg)
+		return now[controller.StepHealth]-settled[controller.StepHealth] >= 2, nil
+	}); err != nil {
+		t.Fatalf("no reconcile after the upgrade's write came back: %v", now)
+	}
+	if applies := now[controller.StepApply] - settled[controller.StepApply]; applies != 1 {
+		t.Errorf("the upgrade applied %d times, want once (steps before %v, after %v)", applies, settled, now)
+	}
+
+	// Someone else's change of the same Deployment is drift: reverted.
+	expectHandEditReverted(t, k8s, "upgrade-once", "example.invalid/c:v2")
+
 }
