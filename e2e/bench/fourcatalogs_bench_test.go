@@ -465,6 +465,14 @@ func resolveFourOperators(ctx context.Context, b *testing.B, cats []*fourCatalog
 			b.Fatal(err)
 		}
 	}
+	// rukpak removes its finalizer from the deleted BundleDeployments (operator-controller creates
+	// them with it), although it installed nothing: it runs for their deletion, once the Operators
+	// are gone (operator-controller deleted their BundleDeployments before that), so that it pulls
+	// none of their images.
+	if err := waitGoneOf(ctx, "four", 2*time.Minute, operatorGVR); err != nil {
+		b.Fatalf("benchmark Operators not deleted: %v", err)
+	}
+	restartRukpak()
 	if err := waitGone(ctx, "four", 2*time.Minute); err != nil {
 		b.Fatalf("benchmark Operators not deleted: %v", err)
 	}

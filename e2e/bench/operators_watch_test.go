@@ -269,12 +269,17 @@ func countPrefixed(items []unstructured.Unstructured, prefix string) int {
 // waitGone polls (metadata only, every 250 ms) until no Operator and no BundleDeployment named
 // prefix-* is left.
 func waitGone(ctx context.Context, prefix string, timeout time.Duration) error {
+	return waitGoneOf(ctx, prefix, timeout, operatorGVR, bdGVR)
+}
+
+// waitGoneOf waits until no object of the resources gvrs is named prefix-*.
+func waitGoneOf(ctx context.Context, prefix string, timeout time.Duration, gvrs ...schema.GroupVersionResource) error {
 	mc, err := metadata.NewForConfig(benchConfig())
 	if err != nil {
 		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, gvr := range []schema.GroupVersionResource{operatorGVR, bdGVR} {
+		for _, gvr := range gvrs {
 			list, err := mc.Resource(gvr).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err

@@ -30,8 +30,11 @@ func BenchmarkOperatorControllerLargeCatalogs(b *testing.B) {
 	serveCatalogs(b, 5)
 	ctx := context.Background()
 	oc, restartRukpak := stopRukpak(ctx, b)
-	defer restartRukpak()
+	defer func() { restartRukpak() }()
 	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			oc, restartRukpak = stopRukpak(ctx, b) // started for the previous round's deletions
+		}
 		// A fresh operator-controller: its peak RSS is this round's.
 		if err := oc.KillAndRestart(ctx, 2*time.Minute); err != nil {
 			b.Fatal(err)
@@ -50,7 +53,7 @@ func BenchmarkOperatorControllerLargeCatalogs(b *testing.B) {
 		b.ReportMetric(procStatusMB(oc.PID, "VmRSS"), "oc-rss-MB")
 		b.ReportMetric(procStatusMB(oc.PID, "VmHWM"), "oc-peak-rss-MB")
 		b.ReportMetric(procStatusMB(oc.PID, "RssAnon"), "oc-anon-MB")
-		deleteResolutionOperators(ctx, b)
+		deleteResolutionOperators(ctx, b, restartRukpak)
 	}
 }
 
@@ -105,14 +108,21 @@ func waitOperatorsResolved(ctx context.Context, timeout time.Duration) error {
 }
 
 // deleteResolutionOperators deletes the benchmark's Operators and waits until they and their
-// BundleDeployments are gone (rukpak is stopped: the BundleDeployments have no finalizer of its).
-func deleteResolutionOperators(ctx context.Context, b *testing.B) {
+// BundleDeployments are gone. rukpak removes its finalizer from the deleted BundleDeployments
+// (operator-controller creates them with it), although it installed nothing: startRukpak starts it
+// once the Operators are gone (operator-controller deleted their BundleDeployments before that), so
+// that it pulls none of their images.
+func deleteResolutionOperators(ctx context.Context, b *testing.B, startRukpak func()) {
 	b.Helper()
 	for _, pkg := range resolutionPackages {
 		if err := olm.dc.Resource(operatorGVR).Delete(ctx, "res-"+pkg, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			b.Fatal(err)
 		}
 	}
+	if err := waitGoneOf(ctx, "res", 2*time.Minute, operatorGVR); err != nil {
+		b.Fatalf("benchmark Operators not deleted: %v", err)
+	}
+	startRukpak()
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, gvr := range []schema.GroupVersionResource{operatorGVR, bdGVR} {
 			list, err := olm.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
