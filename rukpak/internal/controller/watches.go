@@ -49,11 +49,9 @@ func CacheOptions() cache.Options {
 // Services rukpak applied carry rukpak's owner labels, and a webhook Service getting (or losing) a
 // ready endpoint reconciles its BundleDeployment at once.
 type Watches struct {
-	ctrl     controller.Controller
-	cache    cache.Cache
-	triggers *triggers
-	// engine tells rukpak's own applies from drift (healthOnlyUpdate); nil: every spec change is drift.
-	engine    *apply.Engine
+	ctrl      controller.Controller
+	cache     cache.Cache
+	triggers  *triggers
 	mu        sync.Mutex
 	seen      map[schema.GroupVersionKind]bool
 	endpoints bool
