@@ -110,10 +110,10 @@ func rolloutAdvancedRecently(u *unstructured.Unstructured, at time.Time) bool {
 }
 
 // specObserved reports whether u's controller has observed its current spec: status.observedGeneration
-// is not behind metadata.generation. Until it has, no pod of that spec exists and the pods it has
-// belong to the previous one (an upgrade waiting for a busy Deployment controller: minutes at 1,000
-// Operators); their problems are not what the workload waits for, and the message already says that
-// it waits for its controller.
+// is not behind metadata.generation. Until it has, its status and the pods it counts are those of the
+// spec before (after an upgrade, a new pod template has no pod yet; a busy Deployment controller
+// takes minutes at 1,000 Operators): their problems are not what the workload waits for, and the
+// message already says that it waits for its controller.
 func specObserved(u *unstructured.Unstructured) bool {
 	return int64At(u, "status", "observedGeneration") >= u.GetGeneration()
 }
