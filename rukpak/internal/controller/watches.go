@@ -87,7 +87,7 @@ func (w *Watches) Ensure(ctx context.Context, objs []*unstructured.Unstructured)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.endpoints && len(health.WebhookServices(objs)) > 0 {
-		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &discoveryv1.EndpointSlice{}, w.triggers.handler(func(event.UpdateEvent) bool { return true }, true))); err != nil {
+		if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &discoveryv1.EndpointSlice{}, w.triggers.handler(w.triggers.noteHealthOnly, true))); err != nil {
 			return fmt.Errorf("watching the EndpointSlices of webhook Services: %w", err)
 		}
 		w.endpoints = true
@@ -99,7 +99,7 @@ func (w *Watches) Ensure(ctx context.Context, objs []*unstructured.Unstructured)
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src := source.Kind[client.Object](w.cache, u, w.triggers.appliedHandler(gvk), appliedChanged{status: w.statusDecidesHealth})
+		src := source.Kind[client.Object](w.cache, u, w.triggers.handler(w.triggers.noteApplied(gvk), false), appliedChanged{status: w.statusDecidesHealth})
 		if err := w.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
 		}
@@ -344,9 +344,9 @@ func (t *triggers) take(name string) bool {
 }
 
 // handler enqueues the owner of an event's object, noting whether the event was health-only:
-// creations, updates for which healthOnly says so, and other events when othersHealthOnly is set
-// (EndpointSlices).
-func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealthOnly bool) handler.Funcs {
+// creations are, updates as noteUpdate notes them for the owner, and other events when
+// othersHealthOnly is set (EndpointSlices).
+func (t *triggers) handler(noteUpdate func(owner string, e event.UpdateEvent), othersHealthOnly bool) handler.Funcs {
 	enqueue := func(o client.Object, only bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range ownerRequest(context.Background(), o) {
 			t.note(req.Name, only)
@@ -358,7 +358,10 @@ func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealth
 			enqueue(e.Object, true, q) // a creation is not drift: at most health changed
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.ObjectNew, healthOnly(e), q)
+			for _, req := range ownerRequest(context.Background(), e.ObjectNew) {
+				noteUpdate(req.Name, e)
+				q.Add(req)
+			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(e.Object, othersHealthOnly, q)
@@ -369,23 +372,20 @@ func (t *triggers) handler(healthOnly func(event.UpdateEvent) bool, othersHealth
 	}
 }
 
-// appliedHandler is the handler of the objects of kind gvk that rukpak applied: creations and status
-// changes are health-only (statusOnly), deletions drift, and any other change an echo (noteEcho).
-func (t *triggers) appliedHandler(gvk schema.GroupVersionKind) handler.Funcs {
-	h := t.handler(statusOnly, false)
-	h.UpdateFunc = func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		only := statusOnly(e)
-		for _, req := range ownerRequest(context.Background(), e.ObjectNew) {
-			if only {
-				t.note(req.Name, true)
-			} else {
-				t.noteEcho(req.Name, apply.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()},
-					e.ObjectNew.GetResourceVersion())
-			}
-			q.Add(req)
+// noteHealthOnly notes any update as health-only (EndpointSlices).
+func (t *triggers) noteHealthOnly(owner string, _ event.UpdateEvent) { t.note(owner, true) }
+
+// noteApplied returns how updates of the objects of kind gvk that rukpak applied are noted: a status
+// change is health-only (statusOnly), any other change an echo (noteEcho).
+func (t *triggers) noteApplied(gvk schema.GroupVersionKind) func(owner string, e event.UpdateEvent) {
+	return func(owner string, e event.UpdateEvent) {
+		if statusOnly(e) {
+			t.note(owner, true)
+			return
 		}
+		t.noteEcho(owner, apply.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()},
+			e.ObjectNew.GetResourceVersion())
 	}
-	return h
 }
 
 // full enqueues the BundleDeployment of a generic event (a CA rotation, a registry that answered, a
