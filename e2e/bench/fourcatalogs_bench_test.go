@@ -460,23 +460,30 @@ func resolveFourOperators(ctx context.Context, b *testing.B, cats []*fourCatalog
 	rss, peak = procStatusMB(oc.PID, "VmRSS"), procStatusMB(oc.PID, "VmHWM")
 	heapProfiles("four-resolved") // with $OLMV1_BENCH_PROFILE_DIR (rukpak, stopped, has none)
 
+	deleteOperatorsRukpakStopped(ctx, b, "four", pkgs, restartRukpak)
+	return created, resolved, idle, rss, peak
+}
+
+// deleteOperatorsRukpakStopped deletes the Operators prefix-<package> of pkgs, made while rukpak was
+// stopped (stopRukpak), and waits until they and their BundleDeployments are gone. rukpak removes
+// its finalizer from the deleted BundleDeployments (operator-controller creates them with it),
+// although it installed nothing: startRukpak starts it once the Operators are gone
+// (operator-controller deleted their BundleDeployments before that), so that it pulls none of
+// their images.
+func deleteOperatorsRukpakStopped(ctx context.Context, b *testing.B, prefix string, pkgs []string, startRukpak func()) {
+	b.Helper()
 	for _, pkg := range pkgs {
-		if err := olm.dc.Resource(operatorGVR).Delete(ctx, "four-"+pkg, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := olm.dc.Resource(operatorGVR).Delete(ctx, prefix+"-"+pkg, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			b.Fatal(err)
 		}
 	}
-	// rukpak removes its finalizer from the deleted BundleDeployments (operator-controller creates
-	// them with it), although it installed nothing: it runs for their deletion, once the Operators
-	// are gone (operator-controller deleted their BundleDeployments before that), so that it pulls
-	// none of their images.
-	if err := waitGoneOf(ctx, "four", 2*time.Minute, operatorGVR); err != nil {
+	if err := waitGoneOf(ctx, prefix, 2*time.Minute, operatorGVR); err != nil {
 		b.Fatalf("benchmark Operators not deleted: %v", err)
 	}
-	restartRukpak()
-	if err := waitGone(ctx, "four", 2*time.Minute); err != nil {
-		b.Fatalf("benchmark Operators not deleted: %v", err)
+	startRukpak()
+	if err := waitGone(ctx, prefix, 2*time.Minute); err != nil {
+		b.Fatalf("benchmark Operators and BundleDeployments not deleted: %v", err)
 	}
-	return created, resolved, idle, rss, peak
 }
 
 // stopRukpak stops rukpak, so that Operators resolve but no bundle image is pulled, and returns

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -53,7 +52,7 @@ func BenchmarkOperatorControllerLargeCatalogs(b *testing.B) {
 		b.ReportMetric(procStatusMB(oc.PID, "VmRSS"), "oc-rss-MB")
 		b.ReportMetric(procStatusMB(oc.PID, "VmHWM"), "oc-peak-rss-MB")
 		b.ReportMetric(procStatusMB(oc.PID, "RssAnon"), "oc-anon-MB")
-		deleteResolutionOperators(ctx, b, restartRukpak)
+		deleteOperatorsRukpakStopped(ctx, b, "res", resolutionPackages, restartRukpak)
 	}
 }
 
@@ -105,37 +104,4 @@ func waitOperatorsResolved(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("%w; last: %s", err, last)
 	}
 	return nil
-}
-
-// deleteResolutionOperators deletes the benchmark's Operators and waits until they and their
-// BundleDeployments are gone. rukpak removes its finalizer from the deleted BundleDeployments
-// (operator-controller creates them with it), although it installed nothing: startRukpak starts it
-// once the Operators are gone (operator-controller deleted their BundleDeployments before that), so
-// that it pulls none of their images.
-func deleteResolutionOperators(ctx context.Context, b *testing.B, startRukpak func()) {
-	b.Helper()
-	for _, pkg := range resolutionPackages {
-		if err := olm.dc.Resource(operatorGVR).Delete(ctx, "res-"+pkg, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			b.Fatal(err)
-		}
-	}
-	if err := waitGoneOf(ctx, "res", 2*time.Minute, operatorGVR); err != nil {
-		b.Fatalf("benchmark Operators not deleted: %v", err)
-	}
-	startRukpak()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, gvr := range []schema.GroupVersionResource{operatorGVR, bdGVR} {
-			list, err := olm.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			if countPrefixed(list.Items, "res") > 0 { // names "res-<package>"
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		b.Fatalf("benchmark Operators not deleted: %v", err)
-	}
 }
