@@ -121,6 +121,13 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// The line first, before the idle window, the upgrade and the removal: a run stopped later keeps it.
 	fmt.Printf("%d Operators Installed in %.1f s\n", fx.n, r.install.Seconds())
 	fmt.Printf("CPU from the first create to the last Operator Installed (%.1f s): %v\n", r.installedOnly.Seconds(), done.cpuAtInstalled.minus(cpu0))
+	var lastCreate time.Time
+	for _, at := range created {
+		if at.After(lastCreate) {
+			lastCreate = at
+		}
+	}
+	fmt.Printf("install timeline: the last create sent %.1f s after the first; %s\n", lastCreate.Sub(start).Seconds(), done.timeline())
 
 	r.ocCPU, r.rukpakCPU, r.apiCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0, api.cpuSeconds()-apiCPU0
 	req1, err := readRequestCounts(ctx)
@@ -163,6 +170,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	r.upgrade = time.Since(start)
 	r.upgradedOnly = upgraded.lastInstalled.Sub(start)
 	fmt.Printf("CPU from the catalog update to the last Operator Installed at 1.1.0 (%.1f s): %v\n", r.upgradedOnly.Seconds(), upgraded.cpuAtInstalled.minus(cpu0))
+	fmt.Printf("upgrade timeline: %s\n", upgraded.timeline())
 	req1, _ = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0

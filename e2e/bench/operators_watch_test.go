@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
+
+	"github.com/olmv1/olmv1/deppy/pkg/cluster"
 )
 
 var (
@@ -43,6 +45,19 @@ func createCatalog(ctx context.Context, b *testing.B, name, ref string) {
 	if err != nil {
 		b.Fatalf("catalog %s not serving: %v", name, err)
 	}
+}
+
+// conditionTrueAtGeneration: condition typ is True for u's current generation.
+func conditionTrueAtGeneration(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			g, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+			return m["status"] == "True" && g == u.GetGeneration()
+		}
+	}
+	return false
 }
 
 func conditionTrue(u *unstructured.Unstructured, typ string) bool {
@@ -133,7 +148,10 @@ type operatorsDone struct {
 	at    map[string]time.Time
 	// lastInstalled is when the last Operator was first seen Installed (Healthy or not).
 	lastInstalled time.Time
-	installed     map[string]bool
+	// installed is when each Operator was first seen Installed (Healthy or not); resolved, when it
+	// was first seen Resolved (at the version asked for, when one is); bdInstalled, when its
+	// BundleDeployment was first seen Installed (at that version: the Operator's Installed follows).
+	installed, resolved, bdInstalled map[string]time.Time
 	// cpuAtInstalled is the CPU used so far (cpuNow) when the last Operator was seen Installed.
 	cpuAtInstalled cpuReading
 }
@@ -149,6 +167,33 @@ func (d operatorsDone) durations(since map[string]time.Time) []time.Duration {
 		out = append(out, at.Sub(from))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// timeline says when (seconds after start) the first Operator, 10 %, 50 % and 90 % of them and the
+// last were seen Resolved and Installed, and the wall time per Operator between 10 % and 90 %
+// Installed: the rate once running, without the first Operator's wait and the last ones' tail.
+func (d operatorsDone) timeline() string {
+	marks := func(at map[string]time.Time) ([]time.Duration, string) {
+		var ds []time.Duration
+		for _, t := range at {
+			ds = append(ds, t.Sub(d.start))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		if len(ds) == 0 {
+			return ds, "none"
+		}
+		s := func(q float64) float64 { return quantile(ds, q).Seconds() }
+		return ds, fmt.Sprintf("first %.1f, 10 %% %.1f, 50 %% %.1f, 90 %% %.1f, last %.1f", ds[0].Seconds(), s(0.10), s(0.50), s(0.90), ds[len(ds)-1].Seconds())
+	}
+	_, resolved := marks(d.resolved)
+	_, bdInstalled := marks(d.bdInstalled)
+	inst, installed := marks(d.installed)
+	out := fmt.Sprintf("Resolved (s): %s; BundleDeployment Installed (s): %s; Installed (s): %s", resolved, bdInstalled, installed)
+	if i10, i90 := int(0.1*float64(len(inst))), int(0.9*float64(len(inst))); i90 > i10 {
+		out += fmt.Sprintf("; between 10 %% and 90 %% Installed: %.1f ms per Operator",
+			1000*(inst[i90-1]-inst[i10]).Seconds()/float64(i90-1-i10))
+	}
 	return out
 }
 
@@ -172,23 +217,35 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // not and why. It watches rather than lists in a loop: listing every 50 ms would keep kube-apiserver
 // busy serialising objects, on the same 2 cores the install is measured on.
 func waitOperators(ctx context.Context, prefix string, n int, start time.Time, timeout time.Duration, version string) (operatorsDone, error) {
-	d := operatorsDone{start: start, at: map[string]time.Time{}, installed: map[string]bool{}}
+	d := operatorsDone{start: start, at: map[string]time.Time{}, installed: map[string]time.Time{}, resolved: map[string]time.Time{}, bdInstalled: map[string]time.Time{}}
 	last := map[string]string{}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	events := make(chan watchedObject)
 	go watchObjects(ctx, operatorGVR, events)
+	go watchObjects(ctx, bdGVR, events)
 	for len(d.at) < n {
 		select {
 		case ev := <-events:
 			u, name := ev.obj, ev.obj.GetName()
+			if ev.gvr == bdGVR {
+				if _, seen := d.bdInstalled[name]; !seen && strings.HasPrefix(name, prefix+"-") && conditionTrueAtGeneration(u, "Installed") &&
+					(version == "" || u.GetAnnotations()[cluster.AnnotationBundleVersion] == version) {
+					d.bdInstalled[name] = time.Now()
+				}
+				continue
+			}
 			if _, seen := d.at[name]; seen || !strings.HasPrefix(name, prefix+"-") {
 				continue
 			}
 			got, _, _ := unstructured.NestedString(u.Object, "status", "installedBundle", "version")
-			if !d.installed[name] && conditionTrue(u, "Installed") && (version == "" || got == version) {
-				d.installed[name] = true
+			resolvedTo, _, _ := unstructured.NestedString(u.Object, "status", "resolvedBundle", "version")
+			if _, seen := d.resolved[name]; !seen && conditionTrue(u, "Resolved") && (version == "" || resolvedTo == version) {
+				d.resolved[name] = time.Now()
+			}
+			if _, seen := d.installed[name]; !seen && conditionTrue(u, "Installed") && (version == "" || got == version) {
 				d.lastInstalled = time.Now()
+				d.installed[name] = d.lastInstalled
 				if len(d.installed) == n {
 					d.cpuAtInstalled = cpuNow()
 				}
