@@ -54,7 +54,7 @@ type OperatorReconciler struct {
 	// Recorder, when set, records Events on Operators: one per condition transition (conditionEvents)
 	// and the dependency Operators created and deleted, all through conditionevents.
 	Recorder conditionevents.Recorder
-	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 4). Resolution itself
+	// MaxConcurrentReconciles is how many Operators are reconciled at once (0: 16). Resolution itself
 	// runs one at a time and its result is shared by every Operator; what runs in parallel is each
 	// Operator's own writes (namespace, BundleDeployment, status).
 	MaxConcurrentReconciles int
@@ -263,8 +263,13 @@ func retryResolution(err error) time.Duration {
 }
 
 // DefaultMaxConcurrentReconciles is the number of Operators reconciled at once when
-// OperatorReconciler.MaxConcurrentReconciles is not set.
-const DefaultMaxConcurrentReconciles = 4
+// OperatorReconciler.MaxConcurrentReconciles is not set. A reconcile spends its time waiting on
+// its writes one after another (the finalizer, the namespace, the BundleDeployment, the
+// OperatorCondition and its Role and RoleBinding, the status), not on CPU: with 4 workers the
+// upgrade of 1,000 Operators was paced by operator-controller (each BundleDeployment Installed as
+// soon as it was written, the cores 93 % busy); with 16 the cores are the limit
+// (BenchmarkOperatorsInstall, docs/performance.md "Operator-controller's workers").
+const DefaultMaxConcurrentReconciles = 16
 
 func (r *OperatorReconciler) currentBundleDeployment(ctx context.Context, op *operatorsv1alpha1.Operator) (*rukpakv1alpha1.BundleDeployment, error) {
 	bd := &rukpakv1alpha1.BundleDeployment{}
@@ -482,7 +487,7 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("operator").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&operatorsv1alpha1.Operator{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&rukpakv1alpha1.BundleDeployment{}).
+		Owns(&rukpakv1alpha1.BundleDeployment{}, builder.WithPredicates(notCreated())).
 		Watches(&operatorsv1alpha1.Operator{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&catalogdv1alpha1.Catalog{}, all, builder.WithPredicates(catalogChanged())).
 		Watches(&operatorsv1alpha1.Operator{}, countInputs(&r.inputs, operatorInputChanged)).
@@ -490,10 +495,21 @@ func (r *OperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&catalogdv1alpha1.Catalog{}, countInputs(&r.inputs, anyChange))
 	if !r.NoOperatorConditions {
 		// Only those it created are cached: an Upgradeable change re-reconciles their Operator.
-		b = b.Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator)).
-			Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(ownerOperator))
+		b = b.Watches(&operatorsv2.OperatorCondition{}, handler.EnqueueRequestsFromMapFunc(ownerOperator), builder.WithPredicates(notCreated())).
+			Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(ownerOperator), builder.WithPredicates(notCreated()))
 	}
 	return b.Complete(r)
+}
+
+// notCreated passes every event but a creation. Only operator-controller creates the BundleDeployment,
+// OperatorCondition and RoleBinding of an Operator, in a reconcile of that Operator that goes on with
+// the object it created; the creation's event re-reconciled the Operator for nothing, and, arriving
+// before rukpak reported Installed, that reconcile created the install namespace again (a refused
+// create and a read; 1.4–1.6 creates per Operator at N = 100 with 16 workers). At start the
+// Operators are reconciled from their own list; an object of theirs that is deleted or changed still
+// re-reconciles its Operator.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // ownerOperator maps an object operator-controller created for an Operator to that Operator.

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	catalogdv1alpha1 "github.com/olmv1/olmv1/catalogd/api/v1alpha1"
 	operators "github.com/olmv1/olmv1/deppy/pkg/operators"
@@ -320,5 +321,16 @@ func TestBundleDeploymentIsCreatedWithRukpaksFinalizer(t *testing.T) {
 	}
 	if got := h.bundleDeployment(t, "old"); len(got.Finalizers) != 0 {
 		t.Errorf("existing BundleDeployment's finalizers %v; want them left as they were (none)", got.Finalizers)
+	}
+}
+
+func TestNotCreatedPassesEverythingButCreations(t *testing.T) {
+	p := notCreated()
+	bd := &rukpakv1alpha1.BundleDeployment{}
+	if p.Create(event.CreateEvent{Object: bd}) || p.Create(event.CreateEvent{Object: &operatorsv2.OperatorCondition{}}) {
+		t.Error("the creation of an object operator-controller created for an Operator re-reconciles that Operator")
+	}
+	if !p.Update(event.UpdateEvent{ObjectOld: bd, ObjectNew: bd}) || !p.Delete(event.DeleteEvent{Object: bd}) || !p.Generic(event.GenericEvent{Object: bd}) {
+		t.Error("updates, deletions and generic events of a BundleDeployment must re-reconcile its Operator")
 	}
 }
