@@ -289,17 +289,14 @@ func failureReported(u *unstructured.Unstructured) (reason, message string, ok b
 
 // condition is the status, reason and message of condition typ of u.
 func condition(u *unstructured.Unstructured, typ string) (status, reason, message string, found bool) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-			message, _ = m["message"].(string)
-			return status, reason, message, true
-		}
+	m := conditionOf(u, typ)
+	if m == nil {
+		return "", "", "", false
 	}
-	return "", "", "", false
+	status, _ = m["status"].(string)
+	reason, _ = m["reason"].(string)
+	message, _ = m["message"].(string)
+	return status, reason, message, true
 }
 
 // brokenReport is what one broken Operator reported.

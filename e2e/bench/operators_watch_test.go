@@ -47,28 +47,26 @@ func createCatalog(ctx context.Context, b *testing.B, name, ref string) {
 	}
 }
 
-// conditionTrueAtGeneration: condition typ is True for u's current generation.
-func conditionTrueAtGeneration(u *unstructured.Unstructured, typ string) bool {
+// conditionOf is u's status condition of type typ, nil when it has none.
+func conditionOf(u *unstructured.Unstructured, typ string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			g, _, _ := unstructured.NestedInt64(m, "observedGeneration")
-			return m["status"] == "True" && g == u.GetGeneration()
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			return m
 		}
 	}
-	return false
+	return nil
 }
 
 func conditionTrue(u *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return m["status"] == "True"
-		}
-	}
-	return false
+	return conditionOf(u, typ)["status"] == "True"
+}
+
+// conditionTrueAtGeneration: condition typ is True for u's current generation.
+func conditionTrueAtGeneration(u *unstructured.Unstructured, typ string) bool {
+	c := conditionOf(u, typ)
+	g, _, _ := unstructured.NestedInt64(c, "observedGeneration")
+	return c["status"] == "True" && g == u.GetGeneration()
 }
 
 // createOperators creates an Operator for each package of fx, 10 requests at a time (as a client
