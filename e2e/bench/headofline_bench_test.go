@@ -171,7 +171,7 @@ func installHealthy(ctx context.Context, b *testing.B, fx benchFixture, timeout 
 	for name, at := range rest {
 		created[name] = at
 	}
-	done, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "")
+	done, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "", true)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -248,17 +248,26 @@ func metricLabels(s string) map[string]string {
 // (client-go's rest_client_requests_total, served on its authenticated metrics endpoint): the
 // per-controller split that kube-apiserver's metrics, which carry no user agent, cannot give.
 func controllerRequests(ctx context.Context, name string) (float64, error) {
+	body, err := controllerMetrics(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	return sumMetric(body, "rest_client_requests_total"), nil
+}
+
+// controllerMetrics is what a controller serves on its authenticated metrics endpoint.
+func controllerMetrics(ctx context.Context, name string) ([]byte, error) {
 	c := olm.env.Controller(name)
 	if c == nil {
-		return 0, fmt.Errorf("no controller %s", name)
+		return nil, fmt.Errorf("no controller %s", name)
 	}
 	token, err := metricsToken(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.MetricsAddr+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
@@ -267,17 +276,72 @@ func controllerRequests(ctx context.Context, name string) (float64, error) {
 	}}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s metrics: %s: %s", name, resp.Status, body)
+		return nil, fmt.Errorf("%s metrics: %s: %s", name, resp.Status, body)
 	}
-	return sumMetric(body, "rest_client_requests_total"), nil
+	return body, nil
+}
+
+// queueStats is one controller's work queue, from controller-runtime's metrics: how many reconciles
+// ran, the seconds they took, and the seconds their requests waited in the queue before a worker
+// took them.
+type queueStats struct {
+	reconciles, reconcileSeconds, queueSeconds float64
+}
+
+// readQueueStats is every work queue of the named controller processes, keyed "process/queue".
+func readQueueStats(ctx context.Context, names ...string) (map[string]queueStats, error) {
+	out := map[string]queueStats{}
+	for _, name := range names {
+		body, err := controllerMetrics(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		addQueueStats(out, name, body)
+	}
+	return out, nil
+}
+
+// addQueueStats adds to out, keyed "process/queue", the work queues in process's metrics exposition.
+func addQueueStats(out map[string]queueStats, process string, exposition []byte) {
+	add := func(metric, label string, set func(q *queueStats, v float64)) {
+		eachSample(exposition, metric, func(ls string, v float64) {
+			key := process + "/" + metricLabels(ls)[label]
+			q := out[key]
+			set(&q, v)
+			out[key] = q
+		})
+	}
+	add("controller_runtime_reconcile_total", "controller", func(q *queueStats, v float64) { q.reconciles += v })
+	add("controller_runtime_reconcile_time_seconds_sum", "controller", func(q *queueStats, v float64) { q.reconcileSeconds += v })
+	add("workqueue_queue_duration_seconds_sum", "name", func(q *queueStats, v float64) { q.queueSeconds += v })
+}
+
+// queueSummary says, for every queue that reconciled anything between before and after, the
+// reconciles per Operator and the mean time a reconcile took and its request waited in the queue.
+func queueSummary(before, after map[string]queueStats, n int) string {
+	var keys []string
+	for k, a := range after {
+		if a.reconciles-before[k].reconciles > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		a, b := after[k], before[k]
+		r := a.reconciles - b.reconciles
+		parts = append(parts, fmt.Sprintf("%s %.2f reconciles per Operator, %.0f ms each, %.0f ms queued each",
+			k, r/float64(n), 1000*(a.reconcileSeconds-b.reconcileSeconds)/r, 1000*(a.queueSeconds-b.queueSeconds)/r))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // benchConfig is the admin configuration without a client-side rate limit.

@@ -32,6 +32,22 @@ func benchOperatorCount(b *testing.B) int {
 	return n
 }
 
+// installedOnly is $OLMV1_BENCH_INSTALLED_ONLY=1: a run stops once every Operator is Installed,
+// Healthy or not, and prints the install's figures only (no wait for Healthy, no idle window,
+// upgrade or removal). The install takes a minute at N = 1,000, the whole run 13: with it, several
+// runs at every N fit in the time one full run takes, for the spread of the cost per Operator.
+func installedOnly(b *testing.B) bool {
+	switch s := os.Getenv("OLMV1_BENCH_INSTALLED_ONLY"); s {
+	case "", "0":
+		return false
+	case "1":
+		return true
+	default:
+		b.Fatalf("OLMV1_BENCH_INSTALLED_ONLY=%q: want 1 (stop once every Operator is Installed) or 0", s)
+		return false
+	}
+}
+
 // idleWindow is how long the controllers' idle CPU is measured once every Operator is installed.
 const idleWindow = 30 * time.Second
 
@@ -55,11 +71,12 @@ const idleWindow = 30 * time.Second
 //
 // With $OLMV1_BENCH_PROFILE_DIR set, it writes CPU profiles of rukpak and operator-controller over
 // the install and over the upgrade ($OLMV1_BENCH_PROFILE_SECONDS each, default 30), and heap
-// profiles once installed and once upgraded.
+// profiles once installed and once upgraded. With $OLMV1_BENCH_INSTALLED_ONLY=1 a run stops once
+// every Operator is Installed (installedOnly).
 func BenchmarkOperatorsInstall(b *testing.B) {
 	b.StopTimer() // ns/op is the time to install the Operators only: not starting the environment
 	startOLM(b)
-	n := benchOperatorCount(b)
+	n, stopAtInstalled := benchOperatorCount(b), installedOnly(b)
 	timeout := 5*time.Minute + time.Duration(n)*500*time.Millisecond
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
@@ -70,9 +87,13 @@ func BenchmarkOperatorsInstall(b *testing.B) {
 		catalog := prefix + "-catalog"
 		createCatalog(ctx, b, catalog, fx.catalogRef(0))
 		fmt.Printf("%d bundles and 2 catalogs pushed and served in %v\n", 2*n, time.Since(pushStart).Round(time.Second))
-		r := runOperators(ctx, b, fx, catalog, timeout)
-		r.print(n)
-		r.report(b, n)
+		r := runOperators(ctx, b, fx, catalog, timeout, stopAtInstalled)
+		if stopAtInstalled {
+			r.printInstalled(n)
+		} else {
+			r.print(n)
+		}
+		r.report(b, n, stopAtInstalled)
 	}
 }
 
@@ -91,10 +112,11 @@ type operatorsRun struct {
 	requestsErr                       error
 }
 
-func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog string, timeout time.Duration) operatorsRun {
+func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog string, timeout time.Duration, stopAtInstalled bool) operatorsRun {
 	var r operatorsRun
 	oc, rukpak, api := controllerProcess("operator-controller"), controllerProcess("rukpak"), clusterProcess("kube-apiserver")
 	req0, reqErr := readRequestCounts(ctx)
+	queues0, queuesErr := readQueueStats(ctx, "operator-controller", "rukpak")
 	ocCPU0, rukpakCPU0, apiCPU0 := oc.cpuSeconds(), rukpak.cpuSeconds(), api.cpuSeconds()
 	seconds := 30
 	if s, err := strconv.Atoi(os.Getenv("OLMV1_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
@@ -111,7 +133,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	if err != nil {
 		b.Fatal(err)
 	}
-	done, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "")
+	done, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "", !stopAtInstalled)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +141,11 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	b.StopTimer()
 	r.installedOnly = done.lastInstalled.Sub(start)
 	// The line first, before the idle window, the upgrade and the removal: a run stopped later keeps it.
-	fmt.Printf("%d Operators Installed in %.1f s\n", fx.n, r.install.Seconds())
+	if stopAtInstalled {
+		fmt.Printf("%d Operators Installed (Healthy or not) in %.1f s\n", fx.n, r.installedOnly.Seconds())
+	} else {
+		fmt.Printf("%d Operators Installed in %.1f s\n", fx.n, r.install.Seconds())
+	}
 	fmt.Printf("CPU from the first create to the last Operator Installed (%.1f s): %v\n", r.installedOnly.Seconds(), done.cpuAtInstalled.minus(cpu0))
 	var lastCreate time.Time
 	for _, at := range created {
@@ -128,6 +154,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 		}
 	}
 	fmt.Printf("install timeline: the last create sent %.1f s after the first; %s\n", lastCreate.Sub(start).Seconds(), done.timeline())
+	printQueues(ctx, "install", queues0, queuesErr, fx.n)
 
 	r.ocCPU, r.rukpakCPU, r.apiCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0, api.cpuSeconds()-apiCPU0
 	req1, err := readRequestCounts(ctx)
@@ -139,6 +166,10 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	r.p50, r.p99 = quantile(perOp, 0.50), quantile(perOp, 0.99)
 	<-prof.done
 	heapProfiles(fmt.Sprintf("installed-%d", fx.n))
+	if stopAtInstalled {
+		r.ocPeak, r.rukpakPeak = oc.peakRSSMB(), rukpak.peakRSSMB()
+		return r
+	}
 
 	idle0oc, idle0rk := oc.cpuSeconds(), rukpak.cpuSeconds()
 	time.Sleep(idleWindow)
@@ -158,12 +189,13 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// VmHWM so far (install and idle window): the table's peak also covers the upgrade and removal.
 	fmt.Printf("peak RSS before the upgrade (MiB): operator-controller %.0f, rukpak %.0f\n", oc.peakRSSMB(), rukpak.peakRSSMB())
 	prof = startCPUProfiles(fmt.Sprintf("upgrade-%d", fx.n), seconds)
+	queues0, queuesErr = readQueueStats(ctx, "operator-controller", "rukpak")
 	start, cpu0 = time.Now(), cpuNow()
 	patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, fx.catalogRef(1))
 	if _, err := olm.dc.Resource(catalogGVR).Patch(ctx, catalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	upgraded, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "1.1.0")
+	upgraded, err := waitOperators(ctx, fx.prefix, fx.n, start, timeout, "1.1.0", true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,6 +203,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	r.upgradedOnly = upgraded.lastInstalled.Sub(start)
 	fmt.Printf("CPU from the catalog update to the last Operator Installed at 1.1.0 (%.1f s): %v\n", r.upgradedOnly.Seconds(), upgraded.cpuAtInstalled.minus(cpu0))
 	fmt.Printf("upgrade timeline: %s\n", upgraded.timeline())
+	printQueues(ctx, "upgrade", queues0, queuesErr, fx.n)
 	req1, _ = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0
@@ -193,6 +226,19 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	_ = olm.dc.Resource(catalogGVR).Delete(ctx, catalog, metav1.DeleteOptions{})
 	r.ocPeak, r.rukpakPeak = oc.peakRSSMB(), rukpak.peakRSSMB()
 	return r
+}
+
+// printQueues prints the controllers' work queues since before (read with readQueueStats; err its error).
+func printQueues(ctx context.Context, phase string, before map[string]queueStats, err error, n int) {
+	var after map[string]queueStats
+	if err == nil {
+		after, err = readQueueStats(ctx, "operator-controller", "rukpak")
+	}
+	if err != nil {
+		fmt.Printf("%s work queues: %v\n", phase, err)
+		return
+	}
+	fmt.Printf("%s work queues (reconcile time includes waiting on requests and locks): %s\n", phase, queueSummary(before, after, n))
 }
 
 // print writes the run's table to stdout.
@@ -226,25 +272,50 @@ func (r operatorsRun) print(n int) {
 	_ = w.Flush()
 }
 
-func (r operatorsRun) report(b *testing.B, n int) {
-	b.ReportMetric(r.install.Seconds(), "s-to-all-installed")
+// printInstalled writes the table of a run stopped once every Operator was Installed ($OLMV1_BENCH_INSTALLED_ONLY).
+func (r operatorsRun) printInstalled(n int) {
+	per := func(v float64) string { return fmt.Sprintf("%.1f", v/float64(n)) }
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "N=%d, stopped once all Installed\tinstall\n", n)
+	fmt.Fprintf(w, "all Installed, Healthy or not (s)\t%.1f\n", r.installedOnly.Seconds())
+	fmt.Fprintf(w, "per Operator (ms of wall time)\t%.1f\n", 1000*r.installedOnly.Seconds()/float64(n))
+	fmt.Fprintf(w, "operator-controller / rukpak / kube-apiserver CPU (s)\t%.1f / %.1f / %.1f\n", r.ocCPU, r.rukpakCPU, r.apiCPU)
+	if r.requestsErr != nil {
+		fmt.Fprintf(w, "requests\t%v\n", r.requestsErr)
+	} else {
+		fmt.Fprintf(w, "kube-apiserver requests / Operator (all clients; operator-controller; rukpak)\t%s (%s; %s)\n",
+			per(r.requests.apiserver), per(r.requests.operatorController), per(r.requests.rukpak))
+	}
+	fmt.Fprintf(w, "RSS peak so far (MiB)\toperator-controller %.0f, rukpak %.0f\n", r.ocPeak, r.rukpakPeak)
+	_ = w.Flush()
+	fmt.Printf("kube-apiserver requests / Operator by verb and resource, install: %s\n", strings.Join(r.requests.topKinds(n, 14), ", "))
+}
+
+// report reports the run's metrics; only those of the install up to all Installed when the run
+// stopped there ($OLMV1_BENCH_INSTALLED_ONLY).
+func (r operatorsRun) report(b *testing.B, n int, stoppedAtInstalled bool) {
 	b.ReportMetric(r.installedOnly.Seconds(), "s-to-all-installed-not-healthy")
-	b.ReportMetric(r.p50.Seconds(), "installed-p50-s")
-	b.ReportMetric(r.p99.Seconds(), "installed-p99-s")
-	b.ReportMetric(r.upgrade.Seconds(), "s-to-all-upgraded")
-	b.ReportMetric(r.remove.Seconds(), "s-to-all-removed")
+	b.ReportMetric(1000*r.installedOnly.Seconds()/float64(n), "ms-per-operator-installed-not-healthy")
 	b.ReportMetric(r.ocPeak, "operator-controller-peak-MB")
-	b.ReportMetric(r.ocRSS, "operator-controller-MB")
 	b.ReportMetric(r.rukpakPeak, "rukpak-peak-MB")
-	b.ReportMetric(r.rukRSS, "rukpak-MB")
 	b.ReportMetric(r.ocCPU, "operator-controller-cpu-s")
 	b.ReportMetric(r.rukpakCPU, "rukpak-cpu-s")
-	b.ReportMetric(r.ocIdle, "operator-controller-idle-cpu-pct")
-	b.ReportMetric(r.rukpakIdle, "rukpak-idle-cpu-pct")
 	if r.requestsErr == nil {
 		b.ReportMetric(r.requests.apiserver/float64(n), "apiserver-req/op")
 		b.ReportMetric(r.requests.operatorController/float64(n), "operator-controller-req/op")
 		b.ReportMetric(r.requests.rukpak/float64(n), "rukpak-req/op")
 	}
+	if stoppedAtInstalled {
+		return
+	}
+	b.ReportMetric(r.install.Seconds(), "s-to-all-installed")
+	b.ReportMetric(r.p50.Seconds(), "installed-p50-s")
+	b.ReportMetric(r.p99.Seconds(), "installed-p99-s")
+	b.ReportMetric(r.upgrade.Seconds(), "s-to-all-upgraded")
+	b.ReportMetric(r.remove.Seconds(), "s-to-all-removed")
+	b.ReportMetric(r.ocRSS, "operator-controller-MB")
+	b.ReportMetric(r.rukRSS, "rukpak-MB")
+	b.ReportMetric(r.ocIdle, "operator-controller-idle-cpu-pct")
+	b.ReportMetric(r.rukpakIdle, "rukpak-idle-cpu-pct")
 	b.ReportMetric(r.etcdMB, "etcd-db-MB")
 }
