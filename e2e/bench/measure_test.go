@@ -244,17 +244,6 @@ func metricLabels(s string) map[string]string {
 	return out
 }
 
-// controllerRequests is a controller's own count of the requests it sent to the API server
-// (client-go's rest_client_requests_total, served on its authenticated metrics endpoint): the
-// per-controller split that kube-apiserver's metrics, which carry no user agent, cannot give.
-func controllerRequests(ctx context.Context, name string) (float64, error) {
-	body, err := controllerMetrics(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	return sumMetric(body, "rest_client_requests_total"), nil
-}
-
 // controllerMetrics is what a controller serves on its authenticated metrics endpoint.
 func controllerMetrics(ctx context.Context, name string) ([]byte, error) {
 	c := olm.env.Controller(name)
@@ -294,19 +283,6 @@ func controllerMetrics(ctx context.Context, name string) ([]byte, error) {
 // took them.
 type queueStats struct {
 	reconciles, reconcileSeconds, queueSeconds float64
-}
-
-// readQueueStats is every work queue of the named controller processes, keyed "process/queue".
-func readQueueStats(ctx context.Context, names ...string) (map[string]queueStats, error) {
-	out := map[string]queueStats{}
-	for _, name := range names {
-		body, err := controllerMetrics(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		addQueueStats(out, name, body)
-	}
-	return out, nil
 }
 
 // addQueueStats adds to out, keyed "process/queue", the work queues in process's metrics exposition.
@@ -401,27 +377,38 @@ func newMetricsToken(ctx context.Context) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// requestCounts is one reading of the request counters.
+// requestCounts is one reading of the request counters, and of the controllers' work queues read
+// from the same metrics.
 type requestCounts struct {
 	apiserver, operatorController, rukpak float64
 	byKind                                map[string]float64 // kube-apiserver's, by verb and resource
+	queues                                map[string]queueStats
 }
 
+// readRequestCounts reads kube-apiserver's request counters and, from each controller's metrics,
+// its own count of the requests it sent (client-go's rest_client_requests_total: the per-controller
+// split that kube-apiserver's metrics, which carry no user agent, cannot give) and its work queues.
 func readRequestCounts(ctx context.Context) (requestCounts, error) {
-	var r requestCounts
+	r := requestCounts{queues: map[string]queueStats{}}
 	var err error
 	if r.apiserver, r.byKind, err = apiserverRequests(ctx); err != nil {
 		return r, err
 	}
-	if r.operatorController, err = controllerRequests(ctx, "operator-controller"); err != nil {
-		return r, err
+	for name, sent := range map[string]*float64{"operator-controller": &r.operatorController, "rukpak": &r.rukpak} {
+		body, err := controllerMetrics(ctx, name)
+		if err != nil {
+			return r, err
+		}
+		*sent = sumMetric(body, "rest_client_requests_total")
+		addQueueStats(r.queues, name, body)
 	}
-	r.rukpak, err = controllerRequests(ctx, "rukpak")
-	return r, err
+	return r, nil
 }
 
+// minus is the requests sent between o and r (the queues are compared by queueSummary).
 func (r requestCounts) minus(o requestCounts) requestCounts {
-	d := requestCounts{r.apiserver - o.apiserver, r.operatorController - o.operatorController, r.rukpak - o.rukpak, map[string]float64{}}
+	d := requestCounts{apiserver: r.apiserver - o.apiserver, operatorController: r.operatorController - o.operatorController,
+		rukpak: r.rukpak - o.rukpak, byKind: map[string]float64{}}
 	for k, v := range r.byKind {
 		if v -= o.byKind[k]; v > 0 {
 			d.byKind[k] = v

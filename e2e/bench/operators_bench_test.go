@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -116,7 +117,6 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	var r operatorsRun
 	oc, rukpak, api := controllerProcess("operator-controller"), controllerProcess("rukpak"), clusterProcess("kube-apiserver")
 	req0, reqErr := readRequestCounts(ctx)
-	queues0, queuesErr := readQueueStats(ctx, "operator-controller", "rukpak")
 	ocCPU0, rukpakCPU0, apiCPU0 := oc.cpuSeconds(), rukpak.cpuSeconds(), api.cpuSeconds()
 	seconds := 30
 	if s, err := strconv.Atoi(os.Getenv("OLMV1_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
@@ -154,7 +154,6 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 		}
 	}
 	fmt.Printf("install timeline: the last create sent %.1f s after the first; %s\n", lastCreate.Sub(start).Seconds(), done.timeline())
-	printQueues(ctx, "install", queues0, queuesErr, fx.n)
 
 	r.ocCPU, r.rukpakCPU, r.apiCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0, api.cpuSeconds()-apiCPU0
 	req1, err := readRequestCounts(ctx)
@@ -162,6 +161,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 		reqErr = err
 	}
 	r.requests, r.requestsErr = req1.minus(req0), reqErr
+	printQueues("install", req0, req1, reqErr, fx.n)
 	perOp := done.durations(created)
 	r.p50, r.p99 = quantile(perOp, 0.50), quantile(perOp, 0.99)
 	<-prof.done
@@ -180,7 +180,7 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 
 	// One catalog update upgrades every package.
 	ocCPU0, rukpakCPU0 = oc.cpuSeconds(), rukpak.cpuSeconds()
-	req0, _ = readRequestCounts(ctx)
+	req0, upgradeErr := readRequestCounts(ctx)
 	// A rolling update runs each Deployment's new pod beside its old one: with room for only n pods
 	// (plus 50) the rollouts of the upgrade waited on "Too many pods", not on OLM.
 	if err := ensurePodCapacity(ctx, 2*fx.n); err != nil {
@@ -189,7 +189,6 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	// VmHWM so far (install and idle window): the table's peak also covers the upgrade and removal.
 	fmt.Printf("peak RSS before the upgrade (MiB): operator-controller %.0f, rukpak %.0f\n", oc.peakRSSMB(), rukpak.peakRSSMB())
 	prof = startCPUProfiles(fmt.Sprintf("upgrade-%d", fx.n), seconds)
-	queues0, queuesErr = readQueueStats(ctx, "operator-controller", "rukpak")
 	start, cpu0 = time.Now(), cpuNow()
 	patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, fx.catalogRef(1))
 	if _, err := olm.dc.Resource(catalogGVR).Patch(ctx, catalog, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -203,9 +202,9 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	r.upgradedOnly = upgraded.lastInstalled.Sub(start)
 	fmt.Printf("CPU from the catalog update to the last Operator Installed at 1.1.0 (%.1f s): %v\n", r.upgradedOnly.Seconds(), upgraded.cpuAtInstalled.minus(cpu0))
 	fmt.Printf("upgrade timeline: %s\n", upgraded.timeline())
-	printQueues(ctx, "upgrade", queues0, queuesErr, fx.n)
-	req1, _ = readRequestCounts(ctx)
+	req1, err = readRequestCounts(ctx)
 	r.upgradeReq = req1.minus(req0)
+	printQueues("upgrade", req0, req1, errors.Join(upgradeErr, err), fx.n)
 	r.upgradeOCCPU, r.upgradeRukpakCPU = oc.cpuSeconds()-ocCPU0, rukpak.cpuSeconds()-rukpakCPU0
 	heapProfiles(fmt.Sprintf("upgraded-%d", fx.n))
 	<-prof.done
@@ -228,17 +227,13 @@ func runOperators(ctx context.Context, b *testing.B, fx benchFixture, catalog st
 	return r
 }
 
-// printQueues prints the controllers' work queues since before (read with readQueueStats; err its error).
-func printQueues(ctx context.Context, phase string, before map[string]queueStats, err error, n int) {
-	var after map[string]queueStats
-	if err == nil {
-		after, err = readQueueStats(ctx, "operator-controller", "rukpak")
-	}
+// printQueues prints the controllers' work queues between two readings (err: an error of either).
+func printQueues(phase string, before, after requestCounts, err error, n int) {
 	if err != nil {
 		fmt.Printf("%s work queues: %v\n", phase, err)
 		return
 	}
-	fmt.Printf("%s work queues (reconcile time includes waiting on requests and locks): %s\n", phase, queueSummary(before, after, n))
+	fmt.Printf("%s work queues (reconcile time includes waiting on requests and locks): %s\n", phase, queueSummary(before.queues, after.queues, n))
 }
 
 // print writes the run's table to stdout.
